@@ -1,0 +1,30 @@
+"""The core's own hook implementations: the four built-in component kinds and the default judge.
+
+Registered first by :func:`evalharness.plugins.load_plugins`, under the name ``evalharness``.
+It defines component kinds and a judge backend, never an evaluator: metrics live in plugins.
+"""
+
+from __future__ import annotations
+
+from evalharness.hookspecs import hookimpl
+from evalharness.judge import HeuristicJudge
+from evalharness.models import GeneratorStep, RetrieverStep, RouterStep, Text2SQLStep
+from evalharness.registry import ComponentKind, JudgeBackend
+
+
+@hookimpl
+def register_component_kinds(register):
+    register(ComponentKind("router", RouterStep, "evaluate_router",
+                           description="decides which branches answer a question"))
+    register(ComponentKind("text2sql", Text2SQLStep, "evaluate_text2sql",
+                           description="turns the question into SQL and runs it"))
+    register(ComponentKind("retriever", RetrieverStep, "evaluate_retriever",
+                           description="ranks corpus chunks for the question"))
+    register(ComponentKind("generator", GeneratorStep, "evaluate_generator",
+                           description="writes the answer from rows and chunks"))
+
+
+@hookimpl
+def register_judge_backends(register):
+    register(JudgeBackend("heuristic", HeuristicJudge, offline=True,
+                          description="deterministic, offline, no LLM (the default)"))

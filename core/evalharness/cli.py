@@ -1,0 +1,248 @@
+"""The ``evalharness`` command line: run scenarios, list plugins, print schemas."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+from rich.table import Table
+
+from evalharness import __version__
+from evalharness.errors import EvalHarnessError
+from evalharness.models import Case, CaseResult, Report, Trace
+from evalharness.plugins import load_plugins
+from evalharness.report import build_report, fmt, write_reports
+from evalharness.runner import Progress, run
+from evalharness.scenario import ScenarioFile, load_scenario
+
+EXIT_GATE_FAILED = 1
+EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class InputProblem(click.ClickException):
+    """Bad input or usage: printed as one paragraph, exit code 2."""
+
+    exit_code = EXIT_INPUT
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="evalharness")
+def cli() -> None:
+    """Evaluate a multi-component RAG application component by component.
+
+    \b
+    Examples:
+      evalharness scenario scenarios/shop.yaml            run the shop scenario
+      evalharness scenario scenarios/shop.yaml --out run/ --concurrency 8
+      evalharness plugins --json                          what is installed
+      evalharness schema trace                            JSON Schema of a trace
+    """
+
+
+class BarProgress(Progress):
+    """A progress bar on stderr; silent when stderr is not a terminal or with --quiet."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar = RichProgress(
+            TextColumn("[bold]cases"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=True, disable=not enabled)
+        self.task = None
+
+    def start(self, total: int, done: int) -> None:
+        self.bar.start()
+        self.task = self.bar.add_task("cases", total=total, completed=done)
+
+    def advance(self, n: int = 1) -> None:
+        self.bar.advance(self.task, n)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Output folder (default: runs/<scenario name>-<timestamp>).")
+@click.option("--concurrency", type=click.IntRange(1, 256),
+              help="How many cases the system handles at once (overrides the scenario).")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run in --out without redoing finished cases.")
+@click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
+              help="A local plugin file to load (repeatable).")
+@click.option("--judge", "judge_backend", help="Judge backend (overrides `judge.backend`).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
+def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: bool,
+             plugins: tuple[str, ...], judge_backend: str | None, quiet: bool) -> None:
+    """Run the scenario in PATH and write results.jsonl, report.json and report.md.
+
+    Exit code 0 when every gate passes, 1 when a gate fails, 2 for invalid input,
+    130 when interrupted (rerun with --resume to continue).
+
+    \b
+    Examples:
+      evalharness scenario scenarios/shop.yaml
+      evalharness scenario scenarios/shop.yaml --out run/ --plugin ./my_checks.py
+      evalharness scenario scenarios/shop.yaml --out run/ --resume
+    """
+    try:
+        loaded = load_scenario(path, extra_plugins=list(plugins), judge_backend=judge_backend)
+    except EvalHarnessError as exc:
+        raise InputProblem(str(exc)) from None
+    if resume and out_dir is None:
+        raise InputProblem("--resume needs --out: the folder of the run to continue")
+    if out_dir is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        out_dir = Path("runs") / f"{loaded.name}-{stamp}"
+    progress = BarProgress(enabled=not quiet and sys.stderr.isatty())
+    try:
+        outcome = asyncio.run(run(loaded, out_dir, concurrency=concurrency, resume=resume,
+                                  progress=progress))
+    except EvalHarnessError as exc:
+        raise InputProblem(str(exc)) from None
+    except KeyboardInterrupt:
+        outcome = None
+    if outcome is None or outcome.interrupted:
+        done = len(outcome.results) if outcome else "some"
+        click.echo(f"interrupted: {done} of {len(loaded.cases)} cases are saved in "
+                   f"{out_dir / 'results.jsonl'}; continue with: evalharness scenario {path} "
+                   f"--out {out_dir} --resume", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    report = build_report(loaded, outcome)
+    paths = write_reports(report, out_dir)
+    if not quiet:
+        print_summary(report, Console())
+        click.echo(f"\nwrote {out_dir / 'results.jsonl'}, {paths['json']}, {paths['md']}")
+    if any(not g.passed for g in report.gates):
+        sys.exit(EXIT_GATE_FAILED)
+
+
+def print_summary(report: Report, console: Console) -> None:
+    """The terminal table: one block per component, then gates."""
+    judge = report.judge.get("label") or report.judge.get("backend")
+    table = Table(title=f"{report.scenario['name']} — {report.cases['evaluated']} cases, "
+                        f"judge: {judge}", title_justify="left")
+    for col, kw in (("component", {}), ("metric", {}), ("mean", {"justify": "right"}),
+                    ("n", {"justify": "right"}), ("errors", {"justify": "right"}),
+                    ("p50 ms", {"justify": "right"}), ("tokens", {"justify": "right"})):
+        table.add_column(col, **kw)
+    for name, comp in report.components.items():
+        first = True
+        rows = list(comp.metrics.items()) or [("(no evaluator)", None)]
+        for metric, s in rows:
+            table.add_row(
+                name if first else "", metric,
+                fmt(s.mean) if s else "", str(s.n) if s else "",
+                (f"[red]{s.errors}[/red]" if s.errors else "0") if s else "",
+                fmt(comp.cost.latency_ms["p50"], 1) if first else "",
+                str(comp.cost.tokens["total"]) if first else "")
+            first = False
+        table.add_section()
+    console.print(table)
+    if report.gates:
+        gates = Table(title="gates", title_justify="left")
+        for col in ("gate", "value", "result"):
+            gates.add_column(col)
+        for g in report.gates:
+            gates.add_row(g.name, fmt(g.value),
+                          "[green]pass[/green]" if g.passed else "[bold red]FAIL[/bold red]")
+        console.print(gates)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
+              help="Also load this local plugin file (repeatable).")
+def plugins(as_json: bool, plugins: tuple[str, ...]) -> None:
+    """List loaded plugins: version, hooks implemented, evaluators registered.
+
+    \b
+    Examples:
+      evalharness plugins
+      evalharness plugins --json
+      EVALHARNESS_LOAD_PLUGINS=evalharness_router evalharness plugins
+    """
+    try:
+        host = load_plugins(plugins)
+    except EvalHarnessError as exc:
+        raise InputProblem(str(exc)) from None
+    described = host.describe()
+    if as_json:
+        click.echo(json.dumps(described, indent=2))
+        return
+    for p in described:
+        click.secho(f"{p['name']} {p['version']}", bold=True, nl=False)
+        click.echo(f"  ({p['source']}: {p['location']})")
+        click.echo(f"  hooks: {', '.join(p['hooks']) or 'none'}")
+        for e in p["evaluators"]:
+            needs = [w for w, flag in (("judge", e["needs_judge"]),
+                                       ("database", e["needs_database"])) if flag]
+            extra = f"  [needs {', '.join(needs)}]" if needs else ""
+            click.echo(f"  {e['component']}/{e['name']}: {', '.join(e['metrics'])}{extra}")
+        if p["component_kinds"]:
+            click.echo(f"  component kinds: {', '.join(p['component_kinds'])}")
+        if p["judge_backends"]:
+            click.echo(f"  judge backends: {', '.join(p['judge_backends'])}")
+    if len(described) == 1:
+        click.echo("No evaluator plugins are installed: run `pip install -e .` in the "
+                   "evalharness checkout, or check EVALHARNESS_LOAD_PLUGINS.", err=True)
+
+
+SCHEMAS = {"case": Case, "trace": Trace, "result": CaseResult, "report": Report,
+           "scenario": ScenarioFile}
+
+
+@cli.command()
+@click.argument("what", type=click.Choice(sorted(SCHEMAS)))
+def schema(what: str) -> None:
+    """Print the JSON Schema of a record, to validate your own files.
+
+    \b
+    Examples:
+      evalharness schema case  > case.schema.json
+      evalharness schema trace > trace.schema.json
+    """
+    click.echo(json.dumps(SCHEMAS[what].model_json_schema(), indent=2))
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
+              help="A local plugin file to load (repeatable).")
+def validate(path: Path, plugins: tuple[str, ...]) -> None:
+    """Check a scenario file (and every file it names) without running anything.
+
+    \b
+    Example:
+      evalharness validate scenarios/shop.yaml
+    """
+    try:
+        loaded = load_scenario(path, extra_plugins=list(plugins))
+    except EvalHarnessError as exc:
+        raise InputProblem(str(exc)) from None
+    n_eval = len(loaded.evaluators)
+    click.echo(f"{path}: valid — {len(loaded.cases)} cases, {len(loaded.pipeline.order)} "
+               f"components, {n_eval} evaluators, {len(loaded.gates)} gates")
+
+
+def main() -> None:
+    """Console-script entry point: lets plugins add commands, then runs the CLI."""
+    try:
+        host = load_plugins()
+    except EvalHarnessError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_INPUT)
+    for name in host.plugins:
+        host.call_for_plugin("register_commands", name, cli=cli)
+    cli(prog_name="evalharness")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

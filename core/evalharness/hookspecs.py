@@ -1,0 +1,267 @@
+"""The hook specifications: every way a plugin can extend evalharness, one function each.
+
+Implementations may accept fewer arguments than a spec declares (pluggy passes only the
+arguments an implementation names). The evaluator hooks are called only on the plugin that
+registered the evaluator, so an implementation never sees another plugin's evaluators; it
+still receives the evaluator's name, since one plugin may register several.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+    from pydantic import BaseModel
+
+    from evalharness.context import EvalContext
+    from evalharness.models import (
+        Case,
+        GeneratorStep,
+        MetricValue,
+        Report,
+        RetrieverStep,
+        RouterStep,
+        Text2SQLStep,
+    )
+    from evalharness.registry import ComponentKind, Evaluator, JudgeBackend, ReportSection
+
+hookspec = pluggy.HookspecMarker("evalharness")
+hookimpl = pluggy.HookimplMarker("evalharness")
+
+MetricRows = list[dict[str, "MetricValue"]]
+"""What an evaluator hook returns: one ``{metric name: MetricValue}`` per batch item, in order."""
+
+
+# --------------------------------------------------------------------------------------------
+# Registration: called once, right after the plugins are loaded.
+# --------------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_evaluators(register: Callable[[Evaluator], None]) -> None:
+    """Declare the evaluators this plugin provides.
+
+    Called once per plugin manager, after loading, before any scenario is validated. Every
+    implementation is called; each calls ``register`` once per evaluator. The core records which
+    plugin registered which evaluator and later calls that plugin's evaluator hook only.
+
+    :param register: call it with an :class:`evalharness.registry.Evaluator`.
+    :returns: nothing.
+
+    Example::
+
+        @hookimpl
+        def register_evaluators(register):
+            register(Evaluator(name="latency_budget", component="retriever",
+                               metrics=["within_budget"], settings=BudgetSettings))
+    """
+
+
+@hookspec
+def register_component_kinds(register: Callable[[ComponentKind], None]) -> None:
+    """Declare component kinds beyond the four built-in ones (router, text2sql, retriever,
+    generator), e.g. a reranker.
+
+    Called once, before :func:`register_evaluators`. Every implementation is called. A kind
+    names its step model (what a trace records for it, under ``trace.steps[<name>]``) and the
+    hook its evaluators implement; a plugin adding a kind also adds that hook's specification
+    with ``ComponentKind(hookspecs=...)``.
+
+    :param register: call it with an :class:`evalharness.registry.ComponentKind`.
+    :returns: nothing.
+
+    Example::
+
+        @hookimpl
+        def register_component_kinds(register):
+            register(ComponentKind(name="reranker", step=RerankerStep,
+                                   hook="evaluate_reranker", hookspecs=RerankerSpecs))
+    """
+
+
+@hookspec
+def register_judge_backends(register: Callable[[JudgeBackend], None]) -> None:
+    """Declare judge backends a scenario can select with ``judge: {backend: NAME}``.
+
+    Called once, after loading. Every implementation is called.
+
+    :param register: call it with an :class:`evalharness.registry.JudgeBackend`, whose
+        ``factory(config)`` builds the judge from the scenario's ``judge:`` block.
+    :returns: nothing.
+
+    Example::
+
+        @hookimpl
+        def register_judge_backends(register):
+            register(JudgeBackend(name="constant", factory=lambda config: ConstantJudge(config),
+                                  description="always says yes; for tests"))
+    """
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``evalharness`` command line.
+
+    Called once when the CLI starts, with the top-level click group. Every implementation is
+    called.
+
+    :param cli: the ``evalharness`` click group; decorate new commands with ``@cli.command()``.
+    :returns: nothing.
+
+    Example::
+
+        @hookimpl
+        def register_commands(cli):
+            @cli.command()
+            def hello():
+                "Say hello."
+                click.echo("hello")
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation: called once per batch of cases, for each evaluator configured on a component.
+# --------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def evaluate_router(
+    evaluator: str,
+    batch: Sequence[tuple[Case, RouterStep]],
+    settings: BaseModel,
+    context: EvalContext,
+) -> MetricRows | None:
+    """Score the router's decisions for a batch of cases.
+
+    Called during a run for each batch of cases whose trace has a router step, once per
+    router evaluator configured in the scenario, on the plugin that registered that evaluator.
+
+    :param evaluator: name of the evaluator to run (as registered).
+    :param batch: ``(case, step)`` pairs; ``case.gold.routes`` is the gold route set.
+    :param settings: the evaluator's settings, an instance of its settings model.
+    :param context: the run's :class:`evalharness.context.EvalContext` (judge, database,
+        corpus, pipeline).
+    :returns: one ``{metric: MetricValue}`` per batch item, in batch order. First non-``None``
+        result wins.
+
+    Example::
+
+        @hookimpl
+        def evaluate_router(evaluator, batch):
+            if evaluator == "abstention":
+                return [{"abstained": MetricValue.of(not step.routes)} for case, step in batch]
+    """
+
+
+@hookspec(firstresult=True)
+def evaluate_text2sql(
+    evaluator: str,
+    batch: Sequence[tuple[Case, Text2SQLStep]],
+    settings: BaseModel,
+    context: EvalContext,
+) -> MetricRows | None:
+    """Score the text-to-SQL step's queries for a batch of cases.
+
+    Called like :func:`evaluate_router`, for cases whose trace has a ``text2sql`` step.
+    ``context.database`` is the scenario's database (``None`` if it has none).
+
+    :param evaluator: name of the evaluator to run.
+    :param batch: ``(case, step)`` pairs; ``case.gold.sql`` is the gold query.
+    :param settings: the evaluator's settings.
+    :param context: the run's context.
+    :returns: one ``{metric: MetricValue}`` per batch item, in order.
+
+    Example::
+
+        @hookimpl
+        def evaluate_text2sql(evaluator, batch):
+            if evaluator == "has_limit":
+                return [{"has_limit": MetricValue.of("limit" in (s.sql or "").lower())}
+                        for _, s in batch]
+    """
+
+
+@hookspec(firstresult=True)
+def evaluate_retriever(
+    evaluator: str,
+    batch: Sequence[tuple[Case, RetrieverStep]],
+    settings: BaseModel,
+    context: EvalContext,
+) -> MetricRows | None:
+    """Score the retriever's ranked lists for a batch of cases.
+
+    Called like :func:`evaluate_router`, for cases whose trace has a ``retriever`` step. The
+    whole batch arrives at once so that ranking metrics can be vectorised.
+
+    :param evaluator: name of the evaluator to run.
+    :param batch: ``(case, step)`` pairs; ``case.gold.relevant`` maps chunk ids to grades.
+    :param settings: the evaluator's settings.
+    :param context: the run's context; ``context.corpus`` maps chunk ids to chunks.
+    :returns: one ``{metric: MetricValue}`` per batch item, in order.
+
+    Example::
+
+        @hookimpl
+        def evaluate_retriever(evaluator, batch, settings):
+            if evaluator == "depth":
+                return [{"depth": MetricValue.of(len(step.ids))} for _, step in batch]
+    """
+
+
+@hookspec(firstresult=True)
+def evaluate_generator(
+    evaluator: str,
+    batch: Sequence[tuple[Case, GeneratorStep]],
+    settings: BaseModel,
+    context: EvalContext,
+) -> MetricRows | None:
+    """Score the generator's answers for a batch of cases.
+
+    Called like :func:`evaluate_router`, for cases whose trace has a ``generator`` step.
+    ``context.judge`` is the scenario's judge, for evaluators that declared ``needs_judge``.
+
+    :param evaluator: name of the evaluator to run.
+    :param batch: ``(case, step)`` pairs; ``step.contexts`` is what the generator was given.
+    :param settings: the evaluator's settings.
+    :param context: the run's context.
+    :returns: one ``{metric: MetricValue}`` per batch item, in order.
+
+    Example::
+
+        @hookimpl
+        def evaluate_generator(evaluator, batch):
+            if evaluator == "politeness":
+                return [{"says_thanks": MetricValue.of("thank" in (s.answer or "").lower())}
+                        for _, s in batch]
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# Reporting: called once per run, after every case is evaluated.
+# --------------------------------------------------------------------------------------------
+
+
+@hookspec
+def report_sections(report: Report, results: Sequence[Any]) -> list[ReportSection] | None:
+    """Add sections to ``report.md`` and ``report.json`` (under ``sections``).
+
+    Called once per run, after aggregation and gates. Every implementation is called; their
+    sections appear keyed by plugin name, in plugin-name order.
+
+    :param report: the aggregated :class:`evalharness.models.Report`.
+    :param results: every :class:`evalharness.models.CaseResult` of the run, in case order.
+    :returns: a list of :class:`evalharness.registry.ReportSection`, or ``None``.
+
+    Example::
+
+        @hookimpl
+        def report_sections(report, results):
+            slow = [r.case.id for r in results if (r.trace.generator and
+                    (r.trace.generator.latency_ms or 0) > 1000)]
+            return [ReportSection(title="Slow answers", markdown=", ".join(slow) or "none",
+                                  data={"slow": slow})]
+    """

@@ -1,0 +1,138 @@
+"""Where a value sits in its file: YAML line numbers per field path, and readable pydantic errors.
+
+Every input error evalharness reports names the file, the line and the field path; this
+module turns a YAML document or a pydantic ``ValidationError`` into those three facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+Path_ = tuple[str | int, ...]
+
+
+def load_yaml_with_lines(text: str) -> tuple[Any, dict[Path_, int]]:
+    """Parse YAML safely and return ``(data, {field path: 1-based line})``.
+
+    >>> data, lines = load_yaml_with_lines("a: 1\\nb:\\n  - x\\n  - {c: 2}\\n")
+    >>> data
+    {'a': 1, 'b': ['x', {'c': 2}]}
+    >>> lines[("b", 1, "c")], lines[("a",)]
+    (4, 1)
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    lines: dict[Path_, int] = {}
+    if node is not None:
+        _walk(node, (), lines)
+    return data, lines
+
+
+def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[path + (key,)] = key_node.start_mark.line + 1
+            _walk(value_node, path + (key,), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk(item, path + (i,), lines)
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """``("evaluators", "retriever", 0, "k")`` -> ``evaluators.retriever[0].k``.
+
+    >>> format_path(("evaluators", "retriever", 0, "k"))
+    'evaluators.retriever[0].k'
+    >>> format_path(())
+    '(top level)'
+    """
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def line_of(path: Sequence[str | int], lines: dict[Path_, int]) -> int | None:
+    """The line of the deepest prefix of ``path`` that the file has."""
+    path = tuple(path)
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
+
+
+def data_path(loc: Sequence[str | int], data: Any) -> Path_:
+    """Keep the parts of a pydantic error location that index into ``data``.
+
+    Pydantic inserts union-member and validator names (``str``, ``list[Case]``,
+    ``function-after[...]``) into locations; they are not fields the user wrote.
+
+    >>> data_path(("system", "SystemSpec", "callable"), {"system": {"callable": 1}})
+    ('system', 'callable')
+    """
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, dict) and isinstance(part, str) and not _is_pydantic_label(part):
+            out.append(part)  # a missing key the user must add
+            node = None
+    return tuple(out)
+
+
+def _is_pydantic_label(part: str) -> bool:
+    return any(c in part for c in "[]-") or part in {
+        "str", "int", "float", "bool", "list", "dict", "none"
+    } or part[:1].isupper()
+
+
+def best_error(exc: ValidationError, data: Any) -> tuple[Path_, str, Any]:
+    """The most specific error of a validation failure: ``(data path, message, input)``.
+
+    Among the errors of a union, the one that reaches deepest into the data is the one that
+    explains what the user meant.
+    """
+    best: tuple[int, Path_, str, Any] | None = None
+    for err in exc.errors(include_url=False):
+        path = data_path(err["loc"], data)
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        candidate = (len(path), path, message, err.get("input"))
+        if best is None or candidate[0] > best[0]:
+            best = candidate
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """A value as a short repr for an error message.
+
+    >>> short("abc")
+    "'abc'"
+    >>> len(short("x" * 100)), short("x" * 100)[-3:]
+    (60, '...')
+    """
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,406 @@
+"""The data contracts: what a case, a trace, a metric value, a case result and a report hold.
+
+Every model is pydantic v2, every field is documented (the text shows up in
+``evalharness schema case|trace``), and the records that are written to disk carry
+``schema_version`` so that a later release can read today's runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = "1"
+"""Version of the on-disk formats (cases, traces, results.jsonl, report.json)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------
+
+
+class Gold(_Model):
+    """The ground truth known for a case; every label is optional, and unknown means ``null``."""
+
+    routes: list[str] | None = None
+    """Route names the router should choose (a set; order is ignored), e.g. ``["sql", "blog"]``."""
+
+    sql: str | None = None
+    """A correct SQL query answering the question, in the scenario's dialect."""
+
+    relevant: dict[str, int] | None = None
+    """Chunk id -> graded relevance (0 = not relevant, 1 = partially, 2 = highly, ...).
+    ``{}`` means "judged: nothing in the corpus is relevant"; ``null`` means "not labelled"."""
+
+    answer: str | None = None
+    """A reference answer a good system would give."""
+
+    @field_validator("relevant")
+    @classmethod
+    def _grades_are_non_negative(cls, value: dict[str, int] | None) -> dict[str, int] | None:
+        if value is not None:
+            bad = {k: v for k, v in value.items() if v < 0}
+            if bad:
+                raise ValueError(f"relevance grades must be >= 0, got {bad}")
+        return value
+
+
+class Case(_Model):
+    """One question put to the system under test, with its gold labels."""
+
+    id: str = Field(min_length=1)
+    """Unique id of the case within the scenario."""
+
+    question: str
+    """The user's question, as the system receives it."""
+
+    gold: Gold = Field(default_factory=Gold)
+    """Ground truth per component, where known."""
+
+    tags: list[str] = Field(default_factory=list)
+    """Free-form labels used to slice reports (e.g. ``sql-only``, ``price``)."""
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Anything else the scenario wants to keep with the case; passed through untouched."""
+
+
+# --------------------------------------------------------------------------------------------
+# Traces
+# --------------------------------------------------------------------------------------------
+
+
+class Usage(_Model):
+    """Token usage of one component for one case."""
+
+    prompt_tokens: int = Field(default=0, ge=0)
+    """Tokens sent to a model (0 when the component uses no model)."""
+
+    completion_tokens: int = Field(default=0, ge=0)
+    """Tokens produced by a model."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Step(_Model):
+    """What every component step records besides its own output."""
+
+    latency_ms: float | None = Field(default=None, ge=0)
+    """Wall-clock time the component took for this case, in milliseconds."""
+
+    usage: Usage | None = None
+    """Tokens the component consumed for this case."""
+
+    error: str | None = None
+    """The component's own error message when it failed for this case."""
+
+
+class RouterStep(Step):
+    """The router's decision for a case."""
+
+    routes: list[str] = Field(default_factory=list)
+    """Route names chosen (a set; ``[]`` means the router abstained)."""
+
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    """The router's confidence in the chosen route set, if it reports one."""
+
+    scores: dict[str, float] | None = None
+    """Per-route probability or score, if the router reports them."""
+
+
+class Text2SQLStep(Step):
+    """The text-to-SQL step's query and what running it returned."""
+
+    sql: str | None = None
+    """The SQL the component produced (``null`` if it produced none)."""
+
+    columns: list[str] | None = None
+    """Column names of the result, if it ran."""
+
+    rows: list[list[Any]] | None = None
+    """Result rows as the system saw them, if it ran."""
+
+
+class RetrieverStep(Step):
+    """The retriever's ranked list for a case."""
+
+    ids: list[str] = Field(default_factory=list)
+    """Retrieved chunk ids, best first."""
+
+    texts: list[str] | None = None
+    """Texts of the retrieved chunks, aligned with ``ids`` (optional when a corpus is given)."""
+
+    scores: list[float] | None = None
+    """Retrieval scores aligned with ``ids`` (optional)."""
+
+    @model_validator(mode="after")
+    def _aligned(self) -> RetrieverStep:
+        for name in ("texts", "scores"):
+            other = getattr(self, name)
+            if other is not None and len(other) != len(self.ids):
+                raise ValueError(
+                    f"`{name}` has {len(other)} entries but `ids` has {len(self.ids)}; "
+                    "they must be aligned"
+                )
+        return self
+
+
+class GeneratorStep(Step):
+    """The generator's answer and the context it was given."""
+
+    answer: str | None = None
+    """The final answer text (``null`` if none was produced)."""
+
+    contexts: list[str] = Field(default_factory=list)
+    """Every piece of context the generator was given: retrieved chunks, SQL rows as text."""
+
+
+BUILTIN_STEPS: dict[str, type[Step]] = {
+    "router": RouterStep,
+    "text2sql": Text2SQLStep,
+    "retriever": RetrieverStep,
+    "generator": GeneratorStep,
+}
+
+
+class Trace(_Model):
+    """What the system did for one case: one optional step per component."""
+
+    schema_version: str = SCHEMA_VERSION
+    """Format version of this record."""
+
+    case_id: str
+    """Id of the case this trace answers."""
+
+    router: RouterStep | None = None
+    """The router's step, if it ran."""
+
+    text2sql: Text2SQLStep | None = None
+    """The text-to-SQL step, if it ran."""
+
+    retriever: RetrieverStep | None = None
+    """The retriever's step, if it ran."""
+
+    generator: GeneratorStep | None = None
+    """The generator's step, if it ran."""
+
+    steps: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Steps of component kinds added by plugins (e.g. ``reranker``), keyed by component name;
+    each is validated against the step model its plugin declares."""
+
+    error: str | None = None
+    """Set when the system raised for this case: the exception type and message."""
+
+    def step(self, component: str) -> dict[str, Any] | Step | None:
+        """The step recorded for ``component`` (built-in field or plugin step), or ``None``."""
+        if component in BUILTIN_STEPS:
+            return getattr(self, component)
+        return self.steps.get(component)
+
+
+# --------------------------------------------------------------------------------------------
+# Metric values and results
+# --------------------------------------------------------------------------------------------
+
+
+class MetricValue(_Model):
+    """One metric for one case: a finite number, or an error with its reason. Never NaN."""
+
+    value: float | None = None
+    """The metric's value; ``null`` exactly when ``error`` is set."""
+
+    error: str | None = None
+    """Why the metric could not be computed for this case."""
+
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Evidence behind the value (e.g. the normalised SQL, the rank of the first hit)."""
+
+    @model_validator(mode="after")
+    def _value_xor_error(self) -> MetricValue:
+        if self.value is None and not self.error:
+            raise ValueError("a metric value needs either `value` or `error`")
+        if self.value is not None and self.error:
+            raise ValueError("a metric value cannot have both `value` and `error`")
+        if self.value is not None and not math.isfinite(self.value):
+            raise ValueError(
+                f"metric value {self.value!r} is not finite; record an error with a reason instead"
+            )
+        return self
+
+    @classmethod
+    def of(cls, value: float | bool, **details: Any) -> MetricValue:
+        """A computed value. ``MetricValue.of(True).value == 1.0``."""
+        return cls(value=float(value), details=details)
+
+    @classmethod
+    def failed(cls, reason: str, **details: Any) -> MetricValue:
+        """A metric that could not be computed, with the reason."""
+        return cls(error=reason, details=details)
+
+
+class EvaluatorRun(_Model):
+    """Identity of the evaluator that produced some metric values."""
+
+    name: str
+    """Evaluator name as registered."""
+
+    plugin: str
+    """Plugin that registered the evaluator."""
+
+    version: str
+    """That plugin's version."""
+
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The evaluator's settings, defaults filled in."""
+
+
+class ComponentResult(_Model):
+    """All metric values of one component for one case."""
+
+    status: Literal["evaluated", "not_run", "error"]
+    """``not_run`` when the trace has no step for this component; ``error`` when the step
+    is invalid or the component reported an error."""
+
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    """Metric name -> value."""
+
+    evaluators: dict[str, str] = Field(default_factory=dict)
+    """Metric name -> name of the evaluator that produced it."""
+
+    reason: str | None = None
+    """Why the component was not evaluated, when it was not."""
+
+
+class CaseResult(_Model):
+    """One line of ``results.jsonl``: a case, what the system did, and every metric."""
+
+    schema_version: str = SCHEMA_VERSION
+    """Format version of this record."""
+
+    case: Case
+    """The case as evaluated."""
+
+    trace: Trace
+    """The trace the system produced (or that was read from a traces file)."""
+
+    components: dict[str, ComponentResult] = Field(default_factory=dict)
+    """Component name -> its metrics for this case."""
+
+
+# --------------------------------------------------------------------------------------------
+# Reports
+# --------------------------------------------------------------------------------------------
+
+
+class MetricSummary(_Model):
+    """Aggregate of one metric over the cases where it applied."""
+
+    mean: float | None
+    """Mean over the computed values; ``null`` when no value was computed."""
+
+    n: int
+    """Number of cases with a computed value."""
+
+    errors: int
+    """Number of cases where the metric could not be computed."""
+
+    evaluator: str
+    """Evaluator that produced the metric."""
+
+    error_reasons: dict[str, int] = Field(default_factory=dict)
+    """The most frequent error reasons, with their counts."""
+
+
+class CostSummary(_Model):
+    """Latency and tokens of one component over the run."""
+
+    steps: int
+    """Number of cases in which the component ran."""
+
+    latency_ms: dict[str, float | None]
+    """``mean``, ``p50``, ``p95`` and ``total`` latency in milliseconds (``null`` if unreported)."""
+
+    tokens: dict[str, int]
+    """``prompt``, ``completion`` and ``total`` tokens summed over the run."""
+
+
+class ComponentReport(_Model):
+    """Everything the report says about one component."""
+
+    kind: str
+    """The component's kind (router, text2sql, retriever, generator, or a plugin's kind)."""
+
+    cases: dict[str, int]
+    """Counts of cases by status: ``evaluated``, ``not_run``, ``error``."""
+
+    metrics: dict[str, MetricSummary]
+    """Metric name -> its aggregate."""
+
+    cost: CostSummary
+    """Latency and tokens."""
+
+    evaluators: list[EvaluatorRun]
+    """The evaluators that ran on this component, with their settings."""
+
+
+class GateResult(_Model):
+    """One gate (``component.metric >= threshold``) and whether the run passed it."""
+
+    name: str
+    """The gate as written in the scenario."""
+
+    component: str
+    """Component the gate checks."""
+
+    metric: str
+    """Metric the gate checks."""
+
+    op: str
+    """Comparison operator."""
+
+    threshold: float
+    """The threshold."""
+
+    value: float | None
+    """The metric's mean in this run (``null`` if it could not be computed)."""
+
+    passed: bool
+    """Whether the gate holds."""
+
+
+class Report(_Model):
+    """``report.json``: enough to read, reproduce and compare a run."""
+
+    schema_version: str = SCHEMA_VERSION
+    """Format version of this record."""
+
+    scenario: dict[str, Any]
+    """``name``, ``path`` and ``sha256`` of the scenario file."""
+
+    judge: dict[str, Any]
+    """Backend and model of the judge, and whether it is a heuristic (not an LLM)."""
+
+    versions: dict[str, str]
+    """evalharness and plugin versions."""
+
+    cases: dict[str, int]
+    """``total`` cases, ``system_errors``."""
+
+    components: dict[str, ComponentReport]
+    """Component name -> its report, in pipeline order."""
+
+    gates: list[GateResult]
+    """Every gate and its outcome."""
+
+    sections: list[dict[str, Any]] = Field(default_factory=list)
+    """Extra report sections contributed by plugins."""
+
+    run: dict[str, Any] = Field(default_factory=dict)
+    """When and how the run happened (start time, duration, concurrency); differs per run."""

@@ -1,0 +1,285 @@
+"""Plugin loading: entry points, local plugin files, and the registry built from their hooks.
+
+There is one way in: :func:`load_plugins` builds a fresh plugin manager, registers the core's
+own hook implementations, every installed ``evalharness`` entry point (the built-in plugins are
+entry points too) and any local plugin files, checks that every implemented hook exists, then
+asks each plugin what it registers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from evalharness import builtin, hookspecs
+from evalharness.errors import PluginError
+from evalharness.registry import ComponentKind, Evaluator, JudgeBackend, Registry
+
+ENTRY_POINT_GROUP = "evalharness"
+LOAD_ENV = "EVALHARNESS_LOAD_PLUGINS"
+CORE_PLUGIN = "evalharness"
+
+
+@dataclass
+class PluginInfo:
+    """A loaded plugin: where it came from, its version, and its module."""
+
+    name: str
+    version: str
+    source: str  # "core", "entry point" or "file"
+    module: ModuleType
+    location: str = ""
+
+
+@dataclass
+class PluginHost:
+    """A plugin manager with its loaded plugins and what they registered."""
+
+    pm: pluggy.PluginManager
+    plugins: dict[str, PluginInfo] = field(default_factory=dict)
+    registry: Registry = field(default_factory=Registry)
+    _callers: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    # -- calling -------------------------------------------------------------------------
+
+    def call_for_plugin(self, hook: str, plugin: str, **kwargs: Any) -> Any:
+        """Call ``hook`` on one plugin only (e.g. the one that registered an evaluator)."""
+        key = (hook, plugin)
+        if key not in self._callers:
+            others = [p for p in self.pm.get_plugins() if self.pm.get_name(p) != plugin]
+            self._callers[key] = self.pm.subset_hook_caller(hook, remove_plugins=others)
+        return self._callers[key](**kwargs)
+
+    # -- describing ----------------------------------------------------------------------
+
+    def hooks_of(self, plugin: str) -> list[str]:
+        """Names of the hooks ``plugin`` implements."""
+        obj = self.pm.get_plugin(plugin)
+        callers = self.pm.get_hookcallers(obj) or []
+        return sorted(c.name for c in callers)
+
+    def evaluators_of(self, plugin: str) -> list[Evaluator]:
+        return [r.item for r in self.registry.evaluators.values() if r.plugin == plugin]
+
+    def component_kind(self, name: str) -> ComponentKind | None:
+        registered = self.registry.component_kinds.get(name)
+        return registered.item if registered else None
+
+    def judge_backend(self, name: str) -> JudgeBackend | None:
+        registered = self.registry.judge_backends.get(name)
+        return registered.item if registered else None
+
+    def describe(self) -> list[dict[str, Any]]:
+        """What ``evalharness plugins --json`` prints."""
+        out = []
+        for name in sorted(self.plugins, key=lambda n: (n != CORE_PLUGIN, n)):
+            info = self.plugins[name]
+            out.append(
+                {
+                    "name": name,
+                    "version": info.version,
+                    "source": info.source,
+                    "location": info.location,
+                    "hooks": self.hooks_of(name),
+                    "evaluators": [
+                        {
+                            "name": ev.name,
+                            "component": ev.component,
+                            "metrics": ev.metric_names(ev.settings())
+                            if _defaults_valid(ev)
+                            else ["(depends on settings)"],
+                            "needs_judge": ev.needs_judge,
+                            "needs_database": ev.needs_database,
+                            "settings": ev.settings.model_json_schema().get("properties", {}),
+                            "description": ev.description,
+                        }
+                        for ev in sorted(self.evaluators_of(name), key=lambda e: (e.component, e.name))
+                    ],
+                    "component_kinds": sorted(
+                        k for k, r in self.registry.component_kinds.items() if r.plugin == name
+                    ),
+                    "judge_backends": sorted(
+                        k for k, r in self.registry.judge_backends.items() if r.plugin == name
+                    ),
+                }
+            )
+        return out
+
+
+def _defaults_valid(evaluator: Evaluator) -> bool:
+    try:
+        evaluator.settings()
+    except Exception:
+        return False
+    return True
+
+
+def make_plugin_manager() -> pluggy.PluginManager:
+    """A fresh plugin manager with evalharness's hook specifications; nothing registered."""
+    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def _allowed_names() -> set[str] | None:
+    raw = os.environ.get(LOAD_ENV)
+    if raw is None:
+        return None
+    return {name.strip() for name in raw.split(",") if name.strip()}
+
+
+def _register(host: PluginHost, module: ModuleType, info: PluginInfo) -> None:
+    if info.name in host.plugins:
+        raise PluginError(
+            f"two plugins are named {info.name!r} ({host.plugins[info.name].location} and "
+            f"{info.location}); rename one of the files or entry points"
+        )
+    try:
+        host.pm.register(module, name=info.name)
+    except pluggy.PluginValidationError as exc:
+        detail = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise PluginError(f"plugin {info.name!r} ({info.location}) is invalid: {detail}. "
+                          "A hook implementation may only take arguments its hook "
+                          "specification declares (see docs/hooks.md)") from None
+    host.plugins[info.name] = info
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+
+
+def load_plugin_file(path: str | Path) -> ModuleType:
+    """Import a local plugin file under a private module name; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise PluginError(
+            f"plugin file {str(path)!r} does not exist; give the path to a .py file "
+            "(relative to the scenario file when listed under `plugins:`)"
+        )
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
+    module_name = f"evalharness_local_{path.stem}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PluginError(f"plugin file {str(path)!r} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise PluginError(
+            f"plugin file {str(path)!r} failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
+    return module
+
+
+def load_plugins(
+    files: Iterable[str | Path] = (),
+    *,
+    entry_points: bool = True,
+    modules: Iterable[Any] = (),
+) -> PluginHost:
+    """Build a :class:`PluginHost` with the core, entry-point plugins and local files loaded.
+
+    ``EVALHARNESS_LOAD_PLUGINS`` (comma-separated plugin names) limits which entry-point
+    plugins load; set it to an empty string to load none. Local files and ``modules`` (used by
+    tests) always load: they were named explicitly.
+    """
+    host = PluginHost(pm=make_plugin_manager())
+    _register(host, builtin,
+              PluginInfo(CORE_PLUGIN, _version(), "core", builtin, "evalharness.builtin"))
+
+    if entry_points:
+        allowed = _allowed_names()
+        for ep in _entry_points():
+            if allowed is not None and ep.name not in allowed:
+                continue
+            try:
+                module = ep.load()
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {ep.name!r} (entry point {ep.value!r}) failed to import: "
+                    f"{type(exc).__name__}: {exc}. Reinstall it, or leave it out with "
+                    f"{LOAD_ENV}"
+                ) from exc
+            version = ep.dist.version if ep.dist is not None else "unknown"
+            _register(host, module, PluginInfo(ep.name, version, "entry point", module, ep.value))
+
+    for module in modules:
+        name = getattr(module, "__name__", None) or type(module).__name__
+        version = str(getattr(module, "__version__", "module"))
+        _register(host, module, PluginInfo(name, version, "module", module, name))
+
+    for file in files:
+        module = load_plugin_file(file)
+        path = Path(file)
+        version = str(getattr(module, "__version__", "file"))
+        _register(host, module, PluginInfo(path.stem, version, "file", module, str(path)))
+
+    _collect(host)
+    return host
+
+
+def _version() -> str:
+    from evalharness import __version__
+
+    return __version__
+
+
+def _per_plugin(host: PluginHost, hook: str, table: str, key) -> None:
+    for name in list(host.plugins):
+        def register(item: Any, _plugin: str = name) -> None:
+            host.registry.add(table, key(item), _plugin, item)
+
+        host.call_for_plugin(hook, name, register=register)
+
+
+def _collect(host: PluginHost) -> None:
+    """Ask every plugin what it registers; add the hookspecs of new component kinds first."""
+    _per_plugin(host, "register_component_kinds", "component_kinds", lambda k: k.name)
+    for registered in host.registry.component_kinds.values():
+        kind: ComponentKind = registered.item
+        if kind.hookspecs is not None:
+            host.pm.add_hookspecs(kind.hookspecs)
+    host._callers.clear()
+    _check_pending(host)
+    _per_plugin(host, "register_judge_backends", "judge_backends", lambda b: b.name)
+    _per_plugin(host, "register_evaluators", "evaluators", lambda e: (e.component, e.name))
+    for (kind, name), registered in host.registry.evaluators.items():
+        if kind not in host.registry.component_kinds:
+            raise PluginError(
+                f"plugin {registered.plugin!r} registers evaluator {name!r} for component kind "
+                f"{kind!r}, which no plugin defines; known kinds: "
+                f"{', '.join(sorted(host.registry.component_kinds))}"
+            )
+
+
+def _check_pending(host: PluginHost) -> None:
+    known = sorted(n for n in dir(host.pm.hook) if not n.startswith("_"))
+    specified = [n for n in known if getattr(host.pm.hook, n).spec is not None]
+    for name, caller in ((n, getattr(host.pm.hook, n)) for n in known):
+        if caller.spec is not None:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.optionalhook:
+                continue
+            close = difflib.get_close_matches(name, specified, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise PluginError(
+                f"plugin {impl.plugin_name!r} implements hook {name!r}, which does not exist; "
+                f"{hint}known hooks: {', '.join(specified)}"
+            )

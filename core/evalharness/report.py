@@ -1,0 +1,187 @@
+"""Aggregation and reports: per-component metric summaries, cost, gates, report.json and .md."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalharness import __version__
+from evalharness.models import (
+    CaseResult,
+    ComponentReport,
+    CostSummary,
+    EvaluatorRun,
+    GateResult,
+    MetricSummary,
+    Report,
+    Step,
+)
+from evalharness.registry import ReportSection
+from evalharness.runner import RunOutcome
+from evalharness.scenario import Scenario
+
+
+def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
+    """Aggregate a run's results (in case order) into a :class:`Report`."""
+    results = outcome.results
+    host = scenario.host
+    components: dict[str, ComponentReport] = {}
+    for component in scenario.pipeline.order:
+        statuses = Counter(r.components[component].status for r in results
+                           if component in r.components)
+        metrics: dict[str, MetricSummary] = {}
+        runs = []
+        for configured in scenario.evaluators_on(component):
+            runs.append(EvaluatorRun(
+                name=configured.name, plugin=configured.plugin,
+                version=host.plugins[configured.plugin].version,
+                settings=configured.settings.model_dump(mode="json")))
+            for metric in configured.metrics:
+                metrics[metric] = summarise(
+                    [r.components[component].metrics[metric] for r in results
+                     if component in r.components and metric in r.components[component].metrics],
+                    configured.name)
+        components[component] = ComponentReport(
+            kind=scenario.pipeline.kind(component),
+            cases={s: statuses.get(s, 0) for s in ("evaluated", "not_run", "error")},
+            metrics=metrics,
+            cost=cost_of([r.trace.step(component) for r in results]),
+            evaluators=runs,
+        )
+    gates = []
+    for gate in scenario.gates:
+        summary = components[gate.component].metrics[gate.metric]
+        gates.append(GateResult(name=gate.name, component=gate.component, metric=gate.metric,
+                                op=gate.op, threshold=gate.threshold, value=summary.mean,
+                                passed=gate.check(summary.mean)))
+    judge = outcome.context.judge.identity() if outcome.context.judge else {"backend": None}
+    report = Report(
+        scenario={"name": scenario.name, "path": str(scenario.path),
+                  "sha256": scenario.sha256},
+        judge=judge,
+        versions={"evalharness": __version__} | {
+            name: info.version for name, info in sorted(host.plugins.items())
+            if info.source != "core"},
+        cases={"total": len(scenario.cases), "evaluated": len(results),
+               "system_errors": sum(1 for r in results if r.trace.error)},
+        components=components,
+        gates=gates,
+        run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
+             "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
+    )
+    if outcome.context.database is not None:
+        report.scenario["database_sha256"] = outcome.context.database.sha256()
+    for plugin in sorted(host.plugins):
+        sections = host.call_for_plugin("report_sections", plugin, report=report,
+                                        results=results)
+        for found in sections or []:
+            for section in found or []:
+                if isinstance(section, ReportSection):
+                    report.sections.append({"plugin": plugin, "title": section.title,
+                                            "markdown": section.markdown, "data": section.data})
+    return report
+
+
+def summarise(values: Sequence, evaluator: str) -> MetricSummary:
+    """Mean over computed values; errors counted with their most frequent reasons."""
+    numbers = [v.value for v in values if v.error is None]
+    reasons = Counter(v.error for v in values if v.error is not None)
+    return MetricSummary(
+        mean=math.fsum(numbers) / len(numbers) if numbers else None,
+        n=len(numbers), errors=sum(reasons.values()), evaluator=evaluator,
+        error_reasons=dict(reasons.most_common(5)))
+
+
+def cost_of(steps: Sequence[Any]) -> CostSummary:
+    """Latency percentiles and token sums over the steps that ran."""
+    ran = [s for s in steps if s is not None]
+    lat = [s.latency_ms if isinstance(s, Step) else s.get("latency_ms") for s in ran]
+    lat = [float(x) for x in lat if x is not None]
+    prompt = completion = 0
+    for s in ran:
+        usage = s.usage if isinstance(s, Step) else None
+        if usage is not None:
+            prompt += usage.prompt_tokens
+            completion += usage.completion_tokens
+    if lat:
+        arr = np.asarray(lat)
+        latency = {"mean": float(arr.mean()), "p50": float(np.percentile(arr, 50)),
+                   "p95": float(np.percentile(arr, 95)), "total": float(arr.sum())}
+    else:
+        latency = {"mean": None, "p50": None, "p95": None, "total": None}
+    return CostSummary(steps=len(ran), latency_ms=latency,
+                       tokens={"prompt": prompt, "completion": completion,
+                               "total": prompt + completion})
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A number for a table; ``—`` when there is none.
+
+    >>> fmt(0.12345), fmt(None), fmt(12.0, 1)
+    ('0.123', '—', '12.0')
+    """
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def render_markdown(report: Report) -> str:
+    """``report.md``: the same content as report.json, for people."""
+    lines = [f"# evalharness report: {report.scenario['name']}", ""]
+    lines += [
+        f"- Scenario: `{report.scenario['path']}` (sha256 `{report.scenario['sha256'][:12]}`)",
+        f"- Judge: **{report.judge.get('label', report.judge.get('backend'))}**",
+        f"- Cases: {report.cases['evaluated']} of {report.cases['total']} evaluated, "
+        f"{report.cases['system_errors']} system errors",
+        f"- Versions: " + ", ".join(f"{k} {v}" for k, v in report.versions.items()),
+        "",
+        "## Metrics per component",
+        "",
+        "Each component is scored on its own ground truth; scores are never combined.",
+        "",
+        "| component | metric | mean | n | errors | evaluator |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for name, comp in report.components.items():
+        if not comp.metrics:
+            lines.append(f"| {name} | *(no evaluator configured)* | | | | |")
+        for metric, s in comp.metrics.items():
+            lines.append(f"| {name} | {metric} | {fmt(s.mean)} | {s.n} | {s.errors} | "
+                         f"{s.evaluator} |")
+    errors = [(n, m, s) for n, c in report.components.items() for m, s in c.metrics.items()
+              if s.error_reasons]
+    if errors:
+        lines += ["", "### Why some metrics could not be computed", ""]
+        for name, metric, s in errors:
+            for reason, count in s.error_reasons.items():
+                lines.append(f"- `{name}.{metric}` × {count}: {reason}")
+    lines += ["", "## Latency and tokens per component", "",
+              "| component | ran | mean ms | p50 ms | p95 ms | tokens (prompt / completion) |",
+              "|---|---:|---:|---:|---:|---|"]
+    for name, comp in report.components.items():
+        c = comp.cost
+        lines.append(f"| {name} | {c.steps} | {fmt(c.latency_ms['mean'], 1)} | "
+                     f"{fmt(c.latency_ms['p50'], 1)} | {fmt(c.latency_ms['p95'], 1)} | "
+                     f"{c.tokens['prompt']} / {c.tokens['completion']} |")
+    if report.gates:
+        lines += ["", "## Gates", "", "| gate | value | result |", "|---|---:|---|"]
+        for g in report.gates:
+            lines.append(f"| `{g.name}` | {fmt(g.value)} | {'pass' if g.passed else '**FAIL**'} |")
+    for section in report.sections:
+        lines += ["", f"## {section['title']}", "", section["markdown"]]
+    lines += ["", "## Evaluators and settings", ""]
+    for name, comp in report.components.items():
+        for ev in comp.evaluators:
+            settings = ", ".join(f"{k}={v}" for k, v in ev.settings.items()) or "defaults"
+            lines.append(f"- {name}: `{ev.name}` ({ev.plugin} {ev.version}): {settings}")
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(report: Report, out_dir: Path) -> dict[str, Path]:
+    paths = {"json": out_dir / "report.json", "md": out_dir / "report.md"}
+    paths["json"].write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    paths["md"].write_text(render_markdown(report), encoding="utf-8")
+    return paths

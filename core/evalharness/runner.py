@@ -1,0 +1,277 @@
+"""The runner: obtain a trace per case, evaluate finished cases in batches, stream results.
+
+``results.jsonl`` gets one complete line per case as soon as the case is evaluated, so an
+interrupted run leaves a valid file and ``--resume`` continues it without losing or repeating a
+case. The report is always computed from ``results.jsonl`` alone, in case order, so a resumed
+run reports exactly what an uninterrupted one does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalharness.context import Database, EvalContext, build_sqlite, load_corpus, read_jsonl
+from evalharness.errors import InputError, RunError, ScenarioError
+from evalharness.evaluate import evaluate_batch
+from evalharness.models import Case, CaseResult, Trace
+from evalharness.scenario import Scenario
+
+RESULTS = "results.jsonl"
+MANIFEST = "run.json"
+
+
+@dataclass
+class RunOutcome:
+    """What a finished (or interrupted) run leaves behind."""
+
+    out_dir: Path
+    results: list[CaseResult]
+    context: EvalContext
+    started_at: str
+    duration_s: float
+    resumed: int = 0
+    interrupted: bool = False
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class Progress:
+    """Progress callbacks; the CLI passes one that draws a bar."""
+
+    def start(self, total: int, done: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def load_system(scenario: Scenario) -> Callable[..., Any]:
+    """Import the system under test named in the scenario; errors name the scenario field."""
+    spec = scenario.system
+    assert spec is not None
+    target, _, func_name = spec.callable.rpartition(":")
+    where = f"{scenario.path}, field `system`"
+    if target.endswith(".py"):
+        file = (scenario.base / target).resolve()
+        digest = hashlib.sha256(str(file).encode()).hexdigest()[:10]
+        mod_name = f"evalharness_system_{file.stem}_{digest}"
+        module = sys.modules.get(mod_name)
+        if module is None:
+            mod_spec = importlib.util.spec_from_file_location(mod_name, file)
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[mod_name] = module
+            try:
+                mod_spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[mod_name]
+                raise ScenarioError(f"{where}: importing {target!r} failed: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+    else:
+        base = str(scenario.base)
+        if base not in sys.path:
+            sys.path.insert(0, base)
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise ScenarioError(f"{where}: cannot import module {target!r}: "
+                                f"{type(exc).__name__}: {exc}. Use `package.module:function` "
+                                "for an importable module or `path/file.py:function`") from exc
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+        raise ScenarioError(f"{where}: {target!r} has no function {func_name!r}; callables "
+                            f"there: {', '.join(sorted(names)[:12]) or 'none'}")
+    return func
+
+
+def prepare_context(scenario: Scenario, out_dir: Path) -> EvalContext:
+    """Build the database, load the corpus and make the judge."""
+    database = None
+    spec = scenario.spec.database
+    if spec is not None:
+        path = scenario.database_path
+        if scenario.database_build is not None and (path is None or not path.is_file()):
+            path = path or out_dir / "database.sqlite"
+            build_sqlite(scenario.database_build, path)
+        database = Database(path=path, engine=spec.engine, dialect=spec.dialect)
+    corpus = load_corpus(scenario.corpus_path) if scenario.corpus_path else {}
+    backend = scenario.host.judge_backend(scenario.spec.judge.backend)
+    judge = backend.factory(scenario.spec.judge)
+    return EvalContext(judge=judge, database=database, corpus=corpus,
+                       pipeline=scenario.pipeline)
+
+
+def read_results(path: Path, *, repair: bool = False) -> list[CaseResult]:
+    """Read ``results.jsonl``. With ``repair``, drop a torn last line left by a kill."""
+    if not path.is_file():
+        return []
+    results = []
+    good_end = 0
+    for lineno, record in read_jsonl(path, tolerate_torn_tail=repair):
+        try:
+            results.append(CaseResult.model_validate(record))
+        except ValidationError as exc:
+            raise InputError(f"{path}, line {lineno}: not a result record "
+                             f"({exc.error_count()} problems, first: "
+                             f"{exc.errors()[0]['msg']}); was this file written by evalharness?"
+                             ) from None
+    if repair:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        good_end = data.rfind(b"\n") + 1
+        if good_end != len(data):
+            with open(path, "r+b") as fh:
+                fh.truncate(good_end)
+    return results
+
+
+async def _system_traces(func, options, cases, concurrency, queue: asyncio.Queue) -> None:
+    semaphore = asyncio.Semaphore(concurrency)
+    is_async = inspect.iscoroutinefunction(func)
+
+    async def one(case: Case) -> None:
+        async with semaphore:
+            try:
+                if is_async:
+                    out = await func(case, **options)
+                else:
+                    out = await asyncio.to_thread(func, case, **options)
+                trace = _as_trace(out, case)
+            except Exception as exc:
+                trace = Trace(case_id=case.id, error=f"{type(exc).__name__}: {exc}")
+            await queue.put((case, trace))
+
+    await asyncio.gather(*(one(c) for c in cases))
+
+
+def _as_trace(out: Any, case: Case) -> Trace:
+    if isinstance(out, dict):
+        out = Trace.model_validate({"case_id": case.id, **out})
+    if not isinstance(out, Trace):
+        return Trace(case_id=case.id, error=f"the system returned {type(out).__name__}, "
+                     "not a Trace (or a dict of one)")
+    if out.case_id != case.id:
+        return Trace(case_id=case.id, error=f"the system returned a trace for case "
+                     f"{out.case_id!r} while answering {case.id!r}")
+    return out
+
+
+async def run(
+    scenario: Scenario,
+    out_dir: Path,
+    *,
+    concurrency: int | None = None,
+    resume: bool = False,
+    progress: Progress | None = None,
+    flush_seconds: float = 1.0,
+) -> RunOutcome:
+    """Run the scenario into ``out_dir``; return every result (old and new) in case order."""
+    progress = progress or Progress()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results_path = out_dir / RESULTS
+    manifest_path = out_dir / MANIFEST
+    func = load_system(scenario) if scenario.system is not None else None
+
+    previous: list[CaseResult] = []
+    if resume:
+        if not manifest_path.is_file():
+            raise RunError(f"{out_dir}: nothing to resume (no {MANIFEST}); run without "
+                           "--resume to start")
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("scenario_sha256") != scenario.sha256:
+            raise RunError(f"{out_dir} holds a run of a different version of the scenario "
+                           f"({manifest.get('scenario')}); --resume continues only an unchanged "
+                           "scenario. Choose another --out to start afresh")
+        previous = read_results(results_path, repair=True)
+        started_at = manifest.get("started_at")
+    else:
+        if results_path.is_file() and results_path.stat().st_size:
+            raise RunError(f"{out_dir} already holds results ({RESULTS}); pass --resume to "
+                           "continue that run, or choose another --out")
+        started_at = datetime.now(UTC).isoformat(timespec="seconds")
+        manifest_path.write_text(json.dumps({
+            "scenario": str(scenario.path), "scenario_sha256": scenario.sha256,
+            "started_at": started_at}, indent=2))
+        results_path.write_text("")
+
+    context = prepare_context(scenario, out_dir)
+    known = {c.id for c in scenario.cases}
+    done = {r.case.id for r in previous if r.case.id in known}
+    pending = [c for c in scenario.cases if c.id not in done]
+    progress.start(len(scenario.cases), len(done))
+    t0 = time.perf_counter()
+    interrupted = False
+    warned: set[str] = set()
+
+    queue: asyncio.Queue = asyncio.Queue()
+    with open(results_path, "a", encoding="utf-8") as sink:
+
+        def flush(buffer: list[tuple[Case, Trace]]) -> None:
+            for result in evaluate_batch(scenario, context, buffer, warned=warned):
+                sink.write(result.model_dump_json() + "\n")
+            sink.flush()
+            os.fsync(sink.fileno())
+            progress.advance(len(buffer))
+            buffer.clear()
+
+        async def consume(expected: int) -> None:
+            buffer: list[tuple[Case, Trace]] = []
+            received = 0
+            while received < expected:
+                try:
+                    item = await asyncio.wait_for(queue.get(), timeout=flush_seconds)
+                except TimeoutError:
+                    if buffer:
+                        flush(buffer)
+                    continue
+                buffer.append(item)
+                received += 1
+                if len(buffer) >= scenario.spec.batch_size:
+                    flush(buffer)
+            if buffer:
+                flush(buffer)
+
+        if func is None:
+            missing = "no recorded trace for this case in the traces file"
+            for case in pending:
+                trace = scenario.traces.get(case.id) or Trace(case_id=case.id, error=missing)
+                queue.put_nowait((case, trace))
+            producer = None
+        else:
+            producer = asyncio.create_task(_system_traces(
+                func, scenario.system.options, pending,
+                concurrency or scenario.spec.concurrency, queue))
+        try:
+            await consume(len(pending))
+            if producer is not None:
+                await producer
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            interrupted = True
+            if producer is not None:
+                producer.cancel()
+                with contextlib.suppress(BaseException):
+                    await producer
+        finally:
+            progress.stop()
+
+    results = read_results(results_path)
+    order = {c.id: i for i, c in enumerate(scenario.cases)}
+    results = sorted((r for r in results if r.case.id in order), key=lambda r: order[r.case.id])
+    return RunOutcome(out_dir=out_dir, results=results, context=context,
+                      started_at=started_at, duration_s=time.perf_counter() - t0,
+                      resumed=len(done), interrupted=interrupted)

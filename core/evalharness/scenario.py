@@ -1,0 +1,475 @@
+"""Scenario files: load, validate everything before anything runs, resolve paths and plugins.
+
+A scenario is one YAML file (``yaml.safe_load`` semantics). Every problem is reported as one
+paragraph naming the file, the line, the field path, and what would be valid.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evalharness.context import jsonl_error, read_jsonl
+from evalharness.errors import EvalHarnessError, InputError, ScenarioError
+from evalharness.judge import JudgeConfig
+from evalharness.locate import best_error, format_path, line_of, load_yaml_with_lines, short
+from evalharness.models import Case, Trace
+from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec, Pipeline
+from evalharness.plugins import PluginHost, load_plugins
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class SystemSpec(_Strict):
+    """The system under test as a Python callable."""
+
+    callable: str
+    """``module:function`` or ``path/to/file.py:function`` (relative to the scenario file)."""
+
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments passed to the callable with each case."""
+
+
+class DatabaseSpec(_Strict):
+    """The scenario's database."""
+
+    engine: Literal["sqlite"] = "sqlite"
+    """Database engine."""
+
+    path: str | None = None
+    """SQLite file. Built from ``build`` when it does not exist yet."""
+
+    build: str | None = None
+    """A SQL script that builds the database; without ``path`` the database is built into the
+    run's output folder."""
+
+    dialect: str = "sqlite"
+    """SQL dialect of the gold and predicted queries (a sqlglot dialect name)."""
+
+    @model_validator(mode="after")
+    def _path_or_build(self) -> DatabaseSpec:
+        if not self.path and not self.build:
+            raise ValueError("give `path` (a SQLite file), `build` (a SQL script), or both")
+        return self
+
+
+class ScenarioFile(_Strict):
+    """The scenario file's keys (see docs/scenario.md)."""
+
+    name: str = Field(min_length=1)
+    """Short name of the scenario; used in report titles and default output folders."""
+
+    description: str = ""
+    """What the scenario evaluates."""
+
+    cases: str | list[Case]
+    """A JSONL file of cases (relative to the scenario file), or the cases inline."""
+
+    system: str | SystemSpec | None = None
+    """The system under test: ``module:function``, ``file.py:function``, or a mapping with
+    ``callable`` and ``options``. Exactly one of ``system`` and ``traces``."""
+
+    traces: str | None = None
+    """A JSONL file of recorded traces (or a previous run's ``results.jsonl``)."""
+
+    database: DatabaseSpec | None = None
+    """The database text-to-SQL runs against."""
+
+    corpus: str | None = None
+    """A JSONL file of chunks ``{"id", "text", ...}`` the retriever searches."""
+
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    """The judge used by evaluators that need one (default: the offline heuristic judge)."""
+
+    pipeline: dict[str, ComponentSpec] | None = None
+    """The pipeline graph; default: router -> text2sql | retriever -> generator."""
+
+    evaluators: dict[str, list[str | dict[str, dict[str, Any] | None]]] = Field(
+        default_factory=dict)
+    """Component name -> evaluators to run, each a name or ``{name: {setting: value}}``."""
+
+    gates: list[str] = Field(default_factory=list)
+    """Conditions the run must meet, e.g. ``retriever.recall@5 >= 0.8``."""
+
+    plugins: list[str] = Field(default_factory=list)
+    """Local plugin files to load, relative to the scenario file."""
+
+    concurrency: int = Field(default=4, ge=1, le=256)
+    """How many cases the system handles at once."""
+
+    batch_size: int = Field(default=32, ge=1)
+    """How many finished cases are evaluated together."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ScenarioFile:
+        if (self.system is None) == (self.traces is None):
+            raise ValueError(
+                "give exactly one of `system` (a callable to run) and `traces` (a JSONL file "
+                "of recorded traces)"
+            )
+        return self
+
+
+GATE_RE = re.compile(
+    r"^\s*(?P<component>[A-Za-z_][\w-]*)\.(?P<metric>[^\s<>=!]+)\s*"
+    r"(?P<op>>=|<=|==|>|<)\s*(?P<threshold>[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A parsed gate: ``component.metric OP threshold``."""
+
+    name: str
+    component: str
+    metric: str
+    op: str
+    threshold: float
+
+    def check(self, value: float | None) -> bool:
+        if value is None:
+            return False
+        return {
+            ">=": value >= self.threshold,
+            "<=": value <= self.threshold,
+            ">": value > self.threshold,
+            "<": value < self.threshold,
+            "==": value == self.threshold,
+        }[self.op]
+
+
+def parse_gate(text: str) -> Gate | None:
+    """Parse ``component.metric OP number``; ``None`` if it does not have that shape.
+
+    >>> parse_gate("retriever.recall@5 >= 0.8")
+    Gate(name='retriever.recall@5 >= 0.8', component='retriever', metric='recall@5', op='>=', threshold=0.8)
+    >>> parse_gate("recall >= high") is None
+    True
+    """
+    m = GATE_RE.match(text)
+    if not m:
+        return None
+    return Gate(text.strip(), m["component"], m["metric"], m["op"], float(m["threshold"]))
+
+
+@dataclass
+class ConfiguredEvaluator:
+    """An evaluator as configured on one component of a scenario."""
+
+    component: str
+    name: str
+    plugin: str
+    settings: BaseModel
+    metrics: list[str]
+    evaluator: Any  # registry.Evaluator
+
+
+@dataclass
+class Scenario:
+    """A validated scenario with every path resolved and every plugin loaded."""
+
+    path: Path
+    sha256: str
+    spec: ScenarioFile
+    cases: list[Case]
+    host: PluginHost
+    pipeline: Pipeline
+    evaluators: list[ConfiguredEvaluator]
+    gates: list[Gate]
+    traces: dict[str, Trace] | None = None
+    system: SystemSpec | None = None
+    database_path: Path | None = None
+    database_build: Path | None = None
+    corpus_path: Path | None = None
+    plugin_files: list[Path] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def base(self) -> Path:
+        return self.path.parent
+
+    def evaluators_on(self, component: str) -> list[ConfiguredEvaluator]:
+        return [e for e in self.evaluators if e.component == component]
+
+
+class _Problems:
+    """Formats problems at a field path of the scenario file as one paragraph."""
+
+    def __init__(self, path: Path, lines: dict) -> None:
+        self.path = path
+        self.lines = lines
+
+    def error(self, loc: tuple, message: str) -> ScenarioError:
+        line = line_of(loc, self.lines)
+        where = f"{self.path}" + (f", line {line}" if line else "")
+        return ScenarioError(f"{where}, field `{format_path(loc)}`: {message}")
+
+
+def load_scenario(
+    path: str | Path,
+    *,
+    extra_plugins: list[str | Path] = (),
+    judge_backend: str | None = None,
+    host: PluginHost | None = None,
+) -> Scenario:
+    """Read and validate a scenario file; raise :class:`ScenarioError` on the first problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError(f"scenario file {str(path)!r} does not exist; give the path to a "
+                            "YAML scenario, e.g. scenarios/shop.yaml")
+    raw = path.read_bytes()
+    try:
+        data, lines = load_yaml_with_lines(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{path}: not UTF-8 text; a scenario is a YAML file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(
+            f"{path}{where}: invalid YAML ({problem}). Check indentation and quoting there; "
+            "values with ':' or '#' need quotes"
+        ) from None
+    problems = _Problems(path, lines)
+    if not isinstance(data, dict):
+        raise problems.error((), "a scenario must be a YAML mapping with at least `name`, "
+                             "`cases` and `system` or `traces`")
+    try:
+        spec = ScenarioFile.model_validate(data)
+    except ValidationError as exc:
+        loc, message, value = best_error(exc, data)
+        hint = _hint(loc, message, value)
+        raise problems.error(loc, f"{message}{hint}") from None
+
+    base = path.parent
+    resolve = lambda rel: (base / rel).resolve() if not Path(rel).is_absolute() else Path(rel)  # noqa: E731
+
+    def must_exist(loc: tuple, rel: str, what: str) -> Path:
+        p = resolve(rel)
+        if not p.is_file():
+            raise problems.error(loc, f"{what} {rel!r} does not exist (looked for {p}); paths "
+                                 "are relative to the scenario file")
+        return p
+
+    # Plugins first: evaluator names, component kinds and judge backends depend on them.
+    plugin_files = [must_exist(("plugins", i), rel, "plugin file")
+                    for i, rel in enumerate(spec.plugins)]
+    for rel in extra_plugins:
+        p = Path(rel).resolve()
+        if not p.is_file():
+            raise ScenarioError(f"--plugin {str(rel)!r}: file does not exist; give the path "
+                                "to a .py plugin file")
+        plugin_files.append(p)
+    if host is None:
+        host = load_plugins(plugin_files)
+
+    # Cases.
+    if isinstance(spec.cases, str):
+        cases = load_cases(must_exist(("cases",), spec.cases, "cases file"))
+    else:
+        cases = list(spec.cases)
+        seen: dict[str, int] = {}
+        for i, case in enumerate(cases):
+            if case.id in seen:
+                raise problems.error(("cases", i, "id"), f"duplicate case id {case.id!r} (also "
+                                     f"cases[{seen[case.id]}]); case ids must be unique")
+            seen[case.id] = i
+    if not cases:
+        raise problems.error(("cases",), "the scenario has no cases; add at least one")
+
+    # System or traces.
+    system = None
+    traces = None
+    if spec.system is not None:
+        system = spec.system if isinstance(spec.system, SystemSpec) else SystemSpec(
+            callable=spec.system)
+        if ":" not in system.callable.strip(":"):
+            loc = ("system", "callable") if isinstance(spec.system, SystemSpec) else ("system",)
+            raise problems.error(loc, f"{system.callable!r} is not `module:function` or "
+                                 "`file.py:function`")
+        target = system.callable.rsplit(":", 1)[0]
+        if target.endswith(".py"):
+            loc = ("system", "callable") if isinstance(spec.system, SystemSpec) else ("system",)
+            must_exist(loc, target, "system file")
+    else:
+        traces_path = must_exist(("traces",), spec.traces, "traces file")
+        traces = load_traces(traces_path)
+
+    # Resources.
+    db_path = db_build = corpus_path = None
+    if spec.database is not None:
+        if spec.database.build:
+            db_build = must_exist(("database", "build"), spec.database.build, "database script")
+        if spec.database.path:
+            db_path = resolve(spec.database.path)
+            if not db_path.is_file() and db_build is None:
+                raise problems.error(("database", "path"), f"database {spec.database.path!r} "
+                                     f"does not exist (looked for {db_path}); give an existing "
+                                     "SQLite file, or a `build:` script to create it")
+    if spec.corpus is not None:
+        corpus_path = must_exist(("corpus",), spec.corpus, "corpus file")
+
+    # Judge.
+    if judge_backend:
+        spec.judge = spec.judge.model_copy(update={"backend": judge_backend})
+    if host.judge_backend(spec.judge.backend) is None:
+        known = ", ".join(sorted(host.registry.judge_backends))
+        raise problems.error(("judge", "backend"), f"unknown judge backend "
+                             f"{spec.judge.backend!r}; registered backends: {known}")
+
+    # Pipeline.
+    components = spec.pipeline if spec.pipeline is not None else {
+        name: ComponentSpec.model_validate(c) for name, c in SHOP_PIPELINE.items()}
+    if not components:
+        raise problems.error(("pipeline",), "the pipeline has no components")
+    cycle = Pipeline.check_acyclic(components)
+    if cycle:
+        raise problems.error(("pipeline",), cycle)
+    pipeline = Pipeline(components)
+    for loc, message in pipeline.problems(set(host.registry.component_kinds)):
+        raise problems.error(("pipeline",) + loc, message)
+
+    # Evaluators.
+    configured = _configure_evaluators(spec, pipeline, host, problems)
+
+    # Gates.
+    gates = []
+    for i, text in enumerate(spec.gates):
+        gate = parse_gate(text)
+        if gate is None:
+            raise problems.error(("gates", i), f"{text!r} is not a gate; write "
+                                 "`component.metric OP number` with OP one of >=, <=, >, <, ==, "
+                                 "e.g. `retriever.recall@5 >= 0.8`")
+        if gate.component not in pipeline.components:
+            raise problems.error(("gates", i), f"{gate.component!r} is not a component of the "
+                                 f"pipeline; components: {', '.join(pipeline.order)}")
+        produced = [m for e in configured if e.component == gate.component for m in e.metrics]
+        if gate.metric not in produced:
+            close = difflib.get_close_matches(gate.metric, produced, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise problems.error(("gates", i), f"component {gate.component!r} has no metric "
+                                 f"{gate.metric!r}; its evaluators produce: "
+                                 f"{', '.join(produced) or 'nothing (configure one under `evaluators:`)'}."
+                                 f"{hint}")
+        gates.append(gate)
+
+    return Scenario(
+        path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
+        pipeline=pipeline, evaluators=configured, gates=gates, traces=traces, system=system,
+        database_path=db_path, database_build=db_build, corpus_path=corpus_path,
+        plugin_files=plugin_files,
+    )
+
+
+def _hint(loc: tuple, message: str, value: Any) -> str:
+    got = "" if message in {"required field is missing", "unknown field"} else \
+        f" (got {short(value)})"
+    if message == "unknown field" and len(loc) == 1:
+        valid = ", ".join(ScenarioFile.model_fields)
+        return f"; valid top-level keys: {valid}"
+    return got
+
+
+def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHost,
+                          problems: _Problems) -> list[ConfiguredEvaluator]:
+    out: list[ConfiguredEvaluator] = []
+    for component, entries in spec.evaluators.items():
+        if component not in pipeline.components:
+            raise problems.error(("evaluators", component), f"{component!r} is not a component "
+                                 f"of the pipeline; components: {', '.join(pipeline.order)}")
+        kind = pipeline.kind(component)
+        produced: dict[str, str] = {}
+        for i, entry in enumerate(entries):
+            if isinstance(entry, str):
+                name, raw_settings, loc = entry, {}, ("evaluators", component, i)
+            else:
+                if len(entry) != 1:
+                    raise problems.error(("evaluators", component, i), "write one evaluator per "
+                                         "list item: a name, or `{name: {setting: value}}`")
+                name, raw_settings = next(iter(entry.items()))
+                raw_settings = raw_settings or {}
+                loc = ("evaluators", component, i, name)
+            registered = host.registry.evaluator(kind, name)
+            if registered is None:
+                available = host.registry.evaluators_for(kind)
+                close = difflib.get_close_matches(name, available, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                plugins_hint = "" if len(host.plugins) > 1 else (
+                    " No evaluator plugins are loaded: install evalharness (`pip install -e .` "
+                    "in a checkout) so its entry points exist, or check EVALHARNESS_LOAD_PLUGINS.")
+                raise problems.error(loc, f"unknown evaluator {name!r} for {kind} component "
+                                     f"{component!r}; registered: "
+                                     f"{', '.join(available) or 'none'}.{hint}{plugins_hint}")
+            evaluator = registered.item
+            try:
+                settings = evaluator.settings.model_validate(raw_settings)
+            except ValidationError as exc:
+                sub, message, value = best_error(exc, raw_settings)
+                fields = ", ".join(evaluator.settings.model_fields) or "none"
+                got = "" if message in {"required field is missing", "unknown field"} else \
+                    f" (got {short(value)})"
+                raise problems.error(loc + sub, f"{message}{got}; settings of evaluator "
+                                     f"{name!r}: {fields}") from None
+            try:
+                metrics = evaluator.metric_names(settings)
+            except EvalHarnessError:
+                raise
+            except Exception as exc:
+                raise problems.error(loc, f"evaluator {name!r} cannot name its metrics with "
+                                     f"these settings: {exc}") from None
+            for metric in metrics:
+                if metric in produced:
+                    raise problems.error(loc, f"metric {metric!r} is produced by both "
+                                         f"{produced[metric]!r} and {name!r} on {component!r}; "
+                                         "configure only one of them")
+                produced[metric] = name
+            out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
+                                           metrics, evaluator))
+    return out
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Read a cases JSONL file; errors name the file, line and field."""
+    cases: list[Case] = []
+    seen: dict[str, int] = {}
+    for lineno, record in read_jsonl(path):
+        try:
+            case = Case.model_validate(record)
+        except ValidationError as exc:
+            raise InputError(jsonl_error(path, lineno, exc, record, "a case",
+                                         '{"id": "q1", "question": "...", "gold": {...}}')) from None
+        if case.id in seen:
+            raise InputError(f"{path}, line {lineno}: duplicate case id {case.id!r} (first on "
+                             f"line {seen[case.id]}); case ids must be unique")
+        seen[case.id] = lineno
+        cases.append(case)
+    return cases
+
+
+def load_traces(path: Path) -> dict[str, Trace]:
+    """Read recorded traces: Trace lines, or a previous run's results.jsonl (its ``trace``)."""
+    traces: dict[str, Trace] = {}
+    for lineno, record in read_jsonl(path):
+        body = record["trace"] if isinstance(record.get("trace"), dict) else record
+        try:
+            trace = Trace.model_validate(body)
+        except ValidationError as exc:
+            raise InputError(jsonl_error(path, lineno, exc, body, "a trace",
+                                         '{"case_id": "q1", "router": {"routes": ["sql"]}}')) from None
+        if trace.case_id in traces:
+            raise InputError(f"{path}, line {lineno}: a second trace for case "
+                             f"{trace.case_id!r}; keep one trace per case")
+        traces[trace.case_id] = trace
+    return traces

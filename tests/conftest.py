@@ -1,0 +1,109 @@
+"""Shared fixtures: run the CLI in a subprocess, write small scenarios, build test plugins."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOP = ROOT / "scenarios" / "shop.yaml"
+
+
+class CLIResult:
+    def __init__(self, proc: subprocess.CompletedProcess) -> None:
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def __repr__(self) -> str:
+        return f"<exit {self.code}\nstdout:\n{self.out}\nstderr:\n{self.err}>"
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None, env: dict | None = None,
+            timeout: float = 300) -> CLIResult:
+    """Run ``evalharness ARGS`` as a user would, in a subprocess."""
+    full_env = {k: v for k, v in os.environ.items() if k != "EVALHARNESS_LOAD_PLUGINS"}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalharness.cli", *map(str, args)],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL)
+    return CLIResult(proc)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+CASES = [
+    {"id": "c1", "question": "cheap navy coats?", "gold": {
+        "routes": ["sql"], "sql": "SELECT name FROM items WHERE price < 50",
+        "relevant": None, "answer": "The Navy Coat at 40."}},
+    {"id": "c2", "question": "how to wash wool?", "gold": {
+        "routes": ["blog"], "relevant": {"d1": 2, "d2": 1, "d3": 0},
+        "answer": "Hand wash wool at 30 degrees."}},
+    {"id": "c3", "question": "cheap coats and how to care for them?", "gold": {
+        "routes": ["sql", "blog"], "sql": "SELECT name FROM items WHERE price < 50",
+        "relevant": {"d2": 2}, "answer": "The Navy Coat at 40; brush it."}},
+]
+
+TRACES = [
+    {"case_id": "c1", "router": {"routes": ["sql"]},
+     "text2sql": {"sql": "select NAME from items where price<50", "rows": [["Navy Coat"]]},
+     "generator": {"answer": "The Navy Coat costs 40.", "latency_ms": 2.0,
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 5}}},
+    {"case_id": "c2", "router": {"routes": ["blog", "sql"]},
+     "retriever": {"ids": ["d9", "d2", "d1"]},
+     "generator": {"answer": "", "latency_ms": 4.0}},
+    {"case_id": "c3", "router": {"routes": ["sql", "blog"]},
+     "text2sql": {"sql": "SELECT name FROM items WHERE price > 50"},
+     "retriever": {"ids": ["d2", "d1"]},
+     "generator": {"answer": "Navy Coat.", "latency_ms": 6.0,
+                   "usage": {"prompt_tokens": 20, "completion_tokens": 2}}},
+]
+
+SMALL_SCENARIO = """
+name: small
+cases: cases.jsonl
+traces: traces.jsonl
+database: {build: items.sql}
+evaluators:
+  router: [route_accuracy]
+  text2sql: [exact_match]
+  retriever:
+    - ranking: {k: [1, 2]}
+  generator: [answer_present]
+gates:
+  - router.route_accuracy >= 0.5
+"""
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    """A small recorded-traces scenario with hand-checkable metrics; returns the YAML path."""
+    write_jsonl(tmp_path / "cases.jsonl", CASES)
+    write_jsonl(tmp_path / "traces.jsonl", TRACES)
+    write(tmp_path / "items.sql", """
+        CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL);
+        INSERT INTO items VALUES (1, 'Navy Coat', 40), (2, 'Camel Coat', 120);
+    """)
+    return write(tmp_path / "small.yaml", SMALL_SCENARIO)
