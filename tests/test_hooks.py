@@ -343,3 +343,27 @@ def test_nan_from_an_evaluator_becomes_an_error_with_reason(small):
     _, _, report = run_with([Nan()], small, replace={"[answer_present]": "[answer_present, nan]"})
     x = report.components["generator"].metrics["x"]
     assert x.mean is None and x.errors == 3 and "not a finite number" in next(iter(x.error_reasons))
+
+
+def test_failing_report_section_is_shown_not_fatal(small, capfd):
+    class Bad:
+        @hookimpl
+        def report_sections(self):
+            raise RuntimeError("no data")
+
+    _, _, report = run_with([Bad()], small)
+    assert report.sections[0]["title"] == "Bad: section failed"
+    assert "raised RuntimeError: no data" in report.sections[0]["markdown"]
+    assert "warning:" in capfd.readouterr().err
+
+
+def test_failing_registration_names_plugin_and_hook():
+    from evalharness.errors import PluginError
+
+    class Bad:
+        @hookimpl
+        def register_evaluators(self, register):
+            register("not an evaluator")
+
+    with pytest.raises(PluginError, match="plugin 'Bad' failed in hook 'register_evaluators'"):
+        load_plugins(modules=[Bad()], entry_points=False)

@@ -189,3 +189,28 @@ def test_concurrency_option_is_validated(tmp_path):
     scenario = make(tmp_path, n=2)
     res = run_cli("scenario", scenario, "--out", tmp_path / "o", "--concurrency", "0")
     assert res.code == 2 and "--concurrency" in res.err
+
+
+def test_resume_refuses_changed_cases(tmp_path):
+    scenario = make(tmp_path, n=4)
+    out = tmp_path / "o"
+    assert run_cli("scenario", scenario, "--out", out, "--quiet").code == 0
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(cases.read_text().replace('"q1"', '"q one"'))
+    res = run_cli("scenario", scenario, "--out", out, "--resume", "--quiet")
+    assert res.code == 2 and "a file it names" in res.err
+
+
+def test_system_errors_are_announced(tmp_path):
+    scenario = make(tmp_path, n=8)
+    res = run_cli("scenario", scenario, "--out", tmp_path / "o")
+    assert res.code == 0, res
+    assert "1 of 8 cases failed in the system under test" in " ".join(res.out.split())
+    assert "1 cases failed in the system under test" in (tmp_path / "o" / "report.md").read_text()
+
+
+def test_quiet_still_names_failed_gates(tmp_path):
+    scenario = make(tmp_path, n=4, extra="gates: [router.route_accuracy >= 0.99]")
+    res = run_cli("scenario", scenario, "--out", tmp_path / "o", "--quiet")
+    assert res.code == 1 and res.out == ""
+    assert "gate failed: router.route_accuracy >= 0.99" in res.err

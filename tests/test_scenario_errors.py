@@ -172,3 +172,45 @@ def test_yaml_is_loaded_safely(tmp_path):
     scenario = write(tmp_path / "s.yaml", "name: !!python/object/apply:os.system ['true']\n")
     with pytest.raises(ScenarioError, match="invalid YAML"):
         load_scenario(scenario)
+
+
+def test_judge_option_overrides_and_is_validated(small, tmp_path):
+    res = run_cli("scenario", small, "--out", tmp_path / "o", "--judge", "gpt")
+    assert res.code == 2 and "--judge 'gpt': unknown judge backend" in res.err
+    assert "heuristic" in res.err
+    res = run_cli("scenario", small, "--out", tmp_path / "o", "--judge", "heuristic", "-q")
+    assert res.code == 0, res
+
+
+def test_unknown_key_in_a_nested_block_lists_the_valid_keys(small, tmp_path):
+    small.write_text(small.read_text() + "judge: {backend: heuristic, modle: x}\n")
+    _fails(small, tmp_path, "field `judge.modle`", "unknown field",
+           "valid keys of `judge`: backend, model, base_url, options")
+
+
+def test_evaluator_that_needs_a_database(small, tmp_path):
+    plugin = write(tmp_path / "dbcheck.py", """
+        from evalharness import hookimpl
+        from evalharness.registry import Evaluator
+
+        @hookimpl
+        def register_evaluators(register):
+            register(Evaluator(name="runs", component="text2sql", metrics=["runs"],
+                               needs_database=True))
+    """)
+    _mutate(small, "database: {build: items.sql}\n", "")
+    _mutate(small, "[exact_match]", "[exact_match, runs]")
+    res = run_cli("scenario", small, "--out", tmp_path / "o", "--plugin", plugin)
+    assert res.code == 2, res
+    assert "field `evaluators.text2sql[1]`" in res.err and "'runs' needs a database" in res.err
+
+
+def test_validate_imports_the_system(tmp_path):
+    write(tmp_path / "sys.py", "def answer(case):\n    return {}\n")
+    scenario = write(tmp_path / "s.yaml", """
+        name: s
+        cases: [{id: a, question: q}]
+        system: sys.py:answr
+    """)
+    res = run_cli("validate", scenario)
+    assert res.code == 2 and "no function 'answr'" in res.err

@@ -19,7 +19,7 @@ from evalharness.errors import EvalHarnessError
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
 from evalharness.report import build_report, fmt, write_reports
-from evalharness.runner import Progress, run
+from evalharness.runner import Progress, load_system, run
 from evalharness.scenario import ScenarioFile, load_scenario
 
 EXIT_GATE_FAILED = 1
@@ -120,7 +120,11 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
     if not quiet:
         print_summary(report, Console())
         click.echo(f"\nwrote {out_dir / 'results.jsonl'}, {paths['json']}, {paths['md']}")
-    if any(not g.passed for g in report.gates):
+    failed = [g for g in report.gates if not g.passed]
+    if failed:
+        if quiet:
+            for g in failed:
+                click.echo(f"gate failed: {g.name} (value {fmt(g.value)})", err=True)
         sys.exit(EXIT_GATE_FAILED)
 
 
@@ -146,6 +150,10 @@ def print_summary(report: Report, console: Console) -> None:
             first = False
         table.add_section()
     console.print(table)
+    if report.cases["system_errors"]:
+        console.print(f"[yellow]{report.cases['system_errors']} of {report.cases['total']} cases "
+                      "failed in the system under test: their components did not run and are "
+                      "in no mean above (see results.jsonl, `trace.error`).[/yellow]")
     if report.gates:
         gates = Table(title="gates", title_justify="left")
         for col in ("gate", "value", "result"):
@@ -225,6 +233,8 @@ def validate(path: Path, plugins: tuple[str, ...]) -> None:
     """
     try:
         loaded = load_scenario(path, extra_plugins=list(plugins))
+        if loaded.system is not None:
+            load_system(loaded)
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
     n_eval = len(loaded.evaluators)

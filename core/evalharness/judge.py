@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 class JudgeConfig(BaseModel):
     """The scenario's ``judge:`` block. Backends read the options they know from ``options``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     backend: str = "heuristic"
     """Name of a registered judge backend."""

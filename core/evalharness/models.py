@@ -265,8 +265,9 @@ class ComponentResult(_Model):
     """All metric values of one component for one case."""
 
     status: Literal["evaluated", "not_run", "error"]
-    """``not_run`` when the trace has no step for this component; ``error`` when the step
-    is invalid or the component reported an error."""
+    """``not_run`` when the trace has no step for this component (or the system failed for the
+    case); ``error`` when the step does not validate against its kind's step model. A step that
+    reports its own ``error`` is still ``evaluated``: its failure shows in its metrics."""
 
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     """Metric name -> value."""

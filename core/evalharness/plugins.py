@@ -245,7 +245,13 @@ def _per_plugin(host: PluginHost, hook: str, table: str, key) -> None:
         def register(item: Any, _plugin: str = name) -> None:
             host.registry.add(table, key(item), _plugin, item)
 
-        host.call_for_plugin(hook, name, register=register)
+        try:
+            host.call_for_plugin(hook, name, register=register)
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(f"plugin {name!r} failed in hook {hook!r}: "
+                              f"{type(exc).__name__}: {exc}") from exc
 
 
 def _collect(host: PluginHost) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,6 @@ import numpy as np
 
 from evalharness import __version__
 from evalharness.models import (
-    CaseResult,
     ComponentReport,
     CostSummary,
     EvaluatorRun,
@@ -77,14 +77,32 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
     if outcome.context.database is not None:
         report.scenario["database_sha256"] = outcome.context.database.sha256()
     for plugin in sorted(host.plugins):
-        sections = host.call_for_plugin("report_sections", plugin, report=report,
-                                        results=results)
-        for found in sections or []:
-            for section in found or []:
-                if isinstance(section, ReportSection):
-                    report.sections.append({"plugin": plugin, "title": section.title,
-                                            "markdown": section.markdown, "data": section.data})
+        report.sections.extend(_sections_of(host, plugin, report, results))
     return report
+
+
+def _sections_of(host, plugin: str, report: Report, results) -> list[dict[str, Any]]:
+    """A plugin's report sections; a failure becomes a visible section, never a lost report."""
+    problem = None
+    out = []
+    try:
+        answers = host.call_for_plugin("report_sections", plugin, report=report,
+                                       results=results)
+    except Exception as exc:
+        answers, problem = [], f"raised {type(exc).__name__}: {exc}"
+    for found in answers:
+        for section in found or []:
+            if isinstance(section, ReportSection):
+                out.append({"plugin": plugin, "title": section.title,
+                            "markdown": section.markdown, "data": section.data})
+            else:
+                problem = f"returned {type(section).__name__} instead of a ReportSection"
+    if problem:
+        message = f"plugin {plugin!r}: hook report_sections {problem}"
+        print(f"warning: {message}", file=sys.stderr)
+        out.append({"plugin": plugin, "title": f"{plugin}: section failed",
+                    "markdown": message, "data": {"error": message}})
+    return out
 
 
 def summarise(values: Sequence, evaluator: str) -> MetricSummary:
@@ -99,15 +117,13 @@ def summarise(values: Sequence, evaluator: str) -> MetricSummary:
 
 def cost_of(steps: Sequence[Any]) -> CostSummary:
     """Latency percentiles and token sums over the steps that ran."""
-    ran = [s for s in steps if s is not None]
-    lat = [s.latency_ms if isinstance(s, Step) else s.get("latency_ms") for s in ran]
-    lat = [float(x) for x in lat if x is not None]
+    ran = [s if isinstance(s, Step) else _as_step(s) for s in steps if s is not None]
+    lat = [float(s.latency_ms) for s in ran if s.latency_ms is not None]
     prompt = completion = 0
     for s in ran:
-        usage = s.usage if isinstance(s, Step) else None
-        if usage is not None:
-            prompt += usage.prompt_tokens
-            completion += usage.completion_tokens
+        if s.usage is not None:
+            prompt += s.usage.prompt_tokens
+            completion += s.usage.completion_tokens
     if lat:
         arr = np.asarray(lat)
         latency = {"mean": float(arr.mean()), "p50": float(np.percentile(arr, 50)),
@@ -117,6 +133,14 @@ def cost_of(steps: Sequence[Any]) -> CostSummary:
     return CostSummary(steps=len(ran), latency_ms=latency,
                        tokens={"prompt": prompt, "completion": completion,
                                "total": prompt + completion})
+
+
+def _as_step(raw: dict) -> Step:
+    """The common fields of a plugin kind's step; unreadable figures count as unreported."""
+    try:
+        return Step.model_validate({k: raw.get(k) for k in ("latency_ms", "usage")})
+    except ValueError:
+        return Step()
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -136,8 +160,11 @@ def render_markdown(report: Report) -> str:
         f"- Judge: **{report.judge.get('label', report.judge.get('backend'))}**",
         f"- Cases: {report.cases['evaluated']} of {report.cases['total']} evaluated, "
         f"{report.cases['system_errors']} system errors",
-        f"- Versions: " + ", ".join(f"{k} {v}" for k, v in report.versions.items()),
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in report.versions.items()),
         "",
+        *([f"> **{report.cases['system_errors']} cases failed in the system under test**: "
+           "their components did not run and are in no mean below (see `trace.error` in "
+           "results.jsonl).", ""] if report.cases["system_errors"] else []),
         "## Metrics per component",
         "",
         "Each component is scored on its own ground truth; scores are never combined.",

@@ -193,10 +193,12 @@ async def run(
             raise RunError(f"{out_dir}: nothing to resume (no {MANIFEST}); run without "
                            "--resume to start")
         manifest = json.loads(manifest_path.read_text())
-        if manifest.get("scenario_sha256") != scenario.sha256:
+        if manifest.get("inputs_sha256") != scenario.inputs_sha256:
             raise RunError(f"{out_dir} holds a run of a different version of the scenario "
-                           f"({manifest.get('scenario')}); --resume continues only an unchanged "
-                           "scenario. Choose another --out to start afresh")
+                           f"({manifest.get('scenario')}): the scenario file or a file it names "
+                           "(cases, traces, corpus, database script, system, plugins) changed "
+                           "since. --resume continues only an unchanged scenario; choose another "
+                           "--out to start afresh")
         previous = read_results(results_path, repair=True)
         started_at = manifest.get("started_at")
     else:
@@ -206,7 +208,7 @@ async def run(
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
         manifest_path.write_text(json.dumps({
             "scenario": str(scenario.path), "scenario_sha256": scenario.sha256,
-            "started_at": started_at}, indent=2))
+            "inputs_sha256": scenario.inputs_sha256, "started_at": started_at}, indent=2))
         results_path.write_text("")
 
     context = prepare_context(scenario, out_dir)

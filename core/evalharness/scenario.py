@@ -185,6 +185,7 @@ class Scenario:
     pipeline: Pipeline
     evaluators: list[ConfiguredEvaluator]
     gates: list[Gate]
+    inputs_sha256: str = ""
     traces: dict[str, Trace] | None = None
     system: SystemSpec | None = None
     database_path: Path | None = None
@@ -326,6 +327,9 @@ def load_scenario(
         spec.judge = spec.judge.model_copy(update={"backend": judge_backend})
     if host.judge_backend(spec.judge.backend) is None:
         known = ", ".join(sorted(host.registry.judge_backends))
+        if judge_backend:
+            raise ScenarioError(f"--judge {judge_backend!r}: unknown judge backend; "
+                                f"registered backends: {known}")
         raise problems.error(("judge", "backend"), f"unknown judge backend "
                              f"{spec.judge.backend!r}; registered backends: {known}")
 
@@ -365,8 +369,16 @@ def load_scenario(
                                  f"{hint}")
         gates.append(gate)
 
+    inputs = [p for p in (*plugin_files, db_build, corpus_path) if p is not None]
+    if isinstance(spec.cases, str):
+        inputs.append(resolve(spec.cases))
+    if spec.traces:
+        inputs.append(resolve(spec.traces))
+    if system is not None and system.callable.rsplit(":", 1)[0].endswith(".py"):
+        inputs.append(resolve(system.callable.rsplit(":", 1)[0]))
     return Scenario(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
+        inputs_sha256=_fingerprint(raw, inputs, db_path),
         pipeline=pipeline, evaluators=configured, gates=gates, traces=traces, system=system,
         database_path=db_path, database_build=db_build, corpus_path=corpus_path,
         plugin_files=plugin_files,
@@ -374,12 +386,27 @@ def load_scenario(
 
 
 def _hint(loc: tuple, message: str, value: Any) -> str:
-    got = "" if message in {"required field is missing", "unknown field"} else \
-        f" (got {short(value)})"
-    if message == "unknown field" and len(loc) == 1:
-        valid = ", ".join(ScenarioFile.model_fields)
-        return f"; valid top-level keys: {valid}"
-    return got
+    """What would be valid at ``loc``: the keys of the mapping, or the value we got."""
+    if message == "unknown field":
+        owner = _model_at(loc[:-1])
+        if owner is not None:
+            where = "top-level keys" if len(loc) == 1 else f"keys of `{format_path(loc[:-1])}`"
+            return f"; valid {where}: {', '.join(owner.model_fields)}"
+        return ""
+    return "" if message == "required field is missing" else f" (got {short(value)})"
+
+
+def _model_at(path: tuple) -> type[BaseModel] | None:
+    """The scenario model that owns the mapping at ``path`` (for listing valid keys).
+
+    >>> _model_at(("judge",)).__name__, _model_at(("pipeline", "router")).__name__
+    ('JudgeConfig', 'ComponentSpec')
+    """
+    nested = {(): ScenarioFile, ("judge",): JudgeConfig, ("database",): DatabaseSpec,
+              ("system",): SystemSpec}
+    if len(path) == 2 and path[0] == "pipeline":
+        return ComponentSpec
+    return nested.get(tuple(path))
 
 
 def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHost,
@@ -422,6 +449,9 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                     f" (got {short(value)})"
                 raise problems.error(loc + sub, f"{message}{got}; settings of evaluator "
                                      f"{name!r}: {fields}") from None
+            if evaluator.needs_database and spec.database is None:
+                raise problems.error(loc, f"evaluator {name!r} needs a database; add a "
+                                     "`database:` block (a SQLite `path`, or a `build:` script)")
             try:
                 metrics = evaluator.metric_names(settings)
             except EvalHarnessError:
@@ -438,6 +468,18 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
             out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
                                            metrics, evaluator))
     return out
+
+
+def _fingerprint(raw: bytes, files: list[Path], database: Path | None) -> str:
+    """sha256 over the scenario text and every input file it names (a database file by size
+    and modification time: it may be large)."""
+    digest = hashlib.sha256(raw)
+    for file in sorted(set(files)):
+        digest.update(str(file).encode() + b"\0" + file.read_bytes() + b"\0")
+    if database is not None and database.is_file():
+        stat = database.stat()
+        digest.update(f"{database}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
 
 
 def load_cases(path: Path) -> list[Case]:

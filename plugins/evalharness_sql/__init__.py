@@ -8,6 +8,8 @@ answers, not missing measurements); an unparsable *gold* query is an error.
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
@@ -19,6 +21,8 @@ from evalharness import MetricValue, hookimpl
 from evalharness.registry import Evaluator
 
 __version__ = "0.1.0"
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ExactMatchSettings(BaseModel):
@@ -55,6 +59,9 @@ def normal_form(sql: str, dialect: str = "sqlite", schema: dict | None = None) -
         except SqlglotError:
             pass  # unknown tables or columns: compare unqualified
     tree = canonical_table_aliases(tree)
+    for ident in tree.find_all(exp.Identifier):
+        if ident.quoted and _PLAIN.match(ident.name):
+            ident.set("quoted", False)  # after normalisation, "name" and name are one column
     return tree.sql(dialect=dialect, normalize=True, comments=False)
 
 
