@@ -33,7 +33,13 @@ def _fails(small, tmp_path, *needles: str):
 
 def test_yaml_syntax_error(small, tmp_path):
     _mutate(small, "name: small", "name: [small")
-    _fails(small, tmp_path, "small.yaml, line ", "invalid YAML")
+    _fails(small, tmp_path, "small.yaml, line ", "field `name`", "invalid YAML")
+
+
+def test_yaml_syntax_error_deep_in_the_file(small, tmp_path):
+    _mutate(small, "k: [1, 2]}", "k: [1, 2}")
+    _fails(small, tmp_path, "small.yaml, line 9", "field `evaluators.retriever.ranking`",
+           "invalid YAML")
 
 
 def test_unknown_metric_in_gate(small, tmp_path):
@@ -126,7 +132,7 @@ def test_duplicate_case_ids(small, tmp_path):
     cases = tmp_path / "cases.jsonl"
     first = cases.read_text().splitlines()[0]
     cases.write_text(cases.read_text() + first + "\n")
-    _fails(small, tmp_path, "line 4", "duplicate case id 'c1'", "first on line 1")
+    _fails(small, tmp_path, "line 4", "duplicate id 'c1'", "first on line 1")
 
 
 def test_bad_trace_line(small, tmp_path):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -16,6 +17,9 @@ from evalharness.errors import InputError, ScenarioError
 if TYPE_CHECKING:
     from evalharness.judge import Judge
     from evalharness.pipeline import Pipeline
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Chunk(BaseModel):
@@ -82,18 +86,32 @@ def build_sqlite(script: Path, target: Path) -> None:
 
 def load_corpus(path: Path) -> dict[str, Chunk]:
     """Read a corpus JSONL file; errors name the file and line."""
-    corpus: dict[str, Chunk] = {}
+    return read_records(path, Chunk, key=lambda c: c.id, what="a corpus chunk",
+                        example='{"id": "b001", "text": "..."}')
+
+
+def read_records(path: Path, model: type[M], *, key: Callable[[M], str], what: str,
+                 example: str, select: Callable[[dict], dict] = lambda r: r) -> dict[str, M]:
+    """Validate each line of a JSONL file as ``model``, keyed by ``key``; ids must be unique.
+
+    ``select`` picks the part of each line to validate. Errors name the file, the line and
+    the field, and show a valid line.
+    """
+    out: dict[str, M] = {}
+    first_line: dict[str, int] = {}
     for lineno, record in read_jsonl(path):
+        body = select(record)
         try:
-            chunk = Chunk.model_validate(record)
+            item = model.model_validate(body)
         except ValidationError as exc:
-            raise InputError(jsonl_error(path, lineno, exc, record, "a corpus chunk",
-                                         '{"id": "b001", "text": "..."}')) from None
-        if chunk.id in corpus:
-            raise InputError(f"{path}, line {lineno}: duplicate chunk id {chunk.id!r}; "
-                             "every chunk id must be unique")
-        corpus[chunk.id] = chunk
-    return corpus
+            raise InputError(jsonl_error(path, lineno, exc, body, what, example)) from None
+        k = key(item)
+        if k in out:
+            raise InputError(f"{path}, line {lineno}: duplicate id {k!r} (first on line "
+                             f"{first_line[k]}); each {what.split()[-1]} must appear once")
+        out[k] = item
+        first_line[k] = lineno
+    return out
 
 
 def read_jsonl(path: Path, *, tolerate_torn_tail: bool = False):

@@ -6,6 +6,7 @@ module turns a YAML document or a pydantic ``ValidationError`` into those three 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,34 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _walk(item, path + (i,), lines)
+
+
+_KEY = re.compile(r"^(?P<indent>\s*)(?:-\s+)*(?P<key>[^\s#:'\"{}\[\],][^:#{}\[\]]*?)\s*:(\s|$)")
+
+
+def field_near(text: str, line: int) -> tuple[str, ...]:
+    """The field path a (possibly unparsable) 1-based ``line`` of a YAML file belongs to.
+
+    Used for syntax errors, when there is no parsed document to ask: the nearest key on or
+    above the line, then each less-indented key above it.
+
+    >>> field_near("name: x\\nevaluators:\\n  retriever:\\n    - ranking: {k: [3\\n", 4)
+    ('evaluators', 'retriever', 'ranking')
+    """
+    lines = text.splitlines()[:line]
+    path: list[str] = []
+    limit = None
+    for raw in reversed(lines):
+        m = _KEY.match(raw)
+        if not m:
+            continue
+        indent = len(m["indent"]) + (len(raw) - len(raw.lstrip(" -")) - len(m["indent"]))
+        if limit is None or indent < limit:
+            path.insert(0, m["key"].strip())
+            limit = indent
+            if indent == 0:
+                break
+    return tuple(path)
 
 
 def format_path(path: Sequence[str | int]) -> str:

@@ -9,12 +9,10 @@ asks each plugin what it registers.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ import pluggy
 
 from evalharness import builtin, hookspecs
 from evalharness.errors import PluginError
+from evalharness.importing import import_file
 from evalharness.registry import ComponentKind, Evaluator, JudgeBackend, Registry
 
 ENTRY_POINT_GROUP = "evalharness"
@@ -168,23 +167,12 @@ def load_plugin_file(path: str | Path) -> ModuleType:
             f"plugin file {str(path)!r} does not exist; give the path to a .py file "
             "(relative to the scenario file when listed under `plugins:`)"
         )
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
-    module_name = f"evalharness_local_{path.stem}_{digest}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise PluginError(f"plugin file {str(path)!r} cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_file(path, "evalharness_local")
     except Exception as exc:
-        del sys.modules[module_name]
         raise PluginError(
             f"plugin file {str(path)!r} failed to import: {type(exc).__name__}: {exc}"
         ) from exc
-    return module
 
 
 def load_plugins(
@@ -289,3 +277,4 @@ def _check_pending(host: PluginHost) -> None:
                 f"plugin {impl.plugin_name!r} implements hook {name!r}, which does not exist; "
                 f"{hint}known hooks: {', '.join(specified)}"
             )
+    host.pm.check_pending()  # pluggy's own check; the loop above gives the friendlier message

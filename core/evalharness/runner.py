@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -29,6 +28,7 @@ from pydantic import ValidationError
 from evalharness.context import Database, EvalContext, build_sqlite, load_corpus, read_jsonl
 from evalharness.errors import InputError, RunError, ScenarioError
 from evalharness.evaluate import evaluate_batch
+from evalharness.importing import import_file
 from evalharness.models import Case, CaseResult, Trace
 from evalharness.scenario import Scenario
 
@@ -67,20 +67,11 @@ def load_system(scenario: Scenario) -> Callable[..., Any]:
     target, _, func_name = spec.callable.rpartition(":")
     where = f"{scenario.path}, field `system`"
     if target.endswith(".py"):
-        file = (scenario.base / target).resolve()
-        digest = hashlib.sha256(str(file).encode()).hexdigest()[:10]
-        mod_name = f"evalharness_system_{file.stem}_{digest}"
-        module = sys.modules.get(mod_name)
-        if module is None:
-            mod_spec = importlib.util.spec_from_file_location(mod_name, file)
-            module = importlib.util.module_from_spec(mod_spec)
-            sys.modules[mod_name] = module
-            try:
-                mod_spec.loader.exec_module(module)
-            except Exception as exc:
-                del sys.modules[mod_name]
-                raise ScenarioError(f"{where}: importing {target!r} failed: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+        try:
+            module = import_file(scenario.base / target, "evalharness_system")
+        except Exception as exc:
+            raise ScenarioError(f"{where}: importing {target!r} failed: "
+                                f"{type(exc).__name__}: {exc}") from exc
     else:
         base = str(scenario.base)
         if base not in sys.path:

@@ -16,10 +16,17 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evalharness.context import jsonl_error, read_jsonl
-from evalharness.errors import EvalHarnessError, InputError, ScenarioError
+from evalharness.context import read_records
+from evalharness.errors import EvalHarnessError, ScenarioError
 from evalharness.judge import JudgeConfig
-from evalharness.locate import best_error, format_path, line_of, load_yaml_with_lines, short
+from evalharness.locate import (
+    best_error,
+    field_near,
+    format_path,
+    line_of,
+    load_yaml_with_lines,
+    short,
+)
 from evalharness.models import Case, Trace
 from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec, Pipeline
 from evalharness.plugins import PluginHost, load_plugins
@@ -238,10 +245,17 @@ def load_scenario(
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        started = getattr(exc, "context_mark", None)
+        if mark and started and started.line != mark.line:
+            # The parser noticed late: the construct it could not finish started earlier.
+            where += f" ({exc.context} that starts on line {started.line + 1})"
+            mark = started
+        near = field_near(raw.decode("utf-8"), mark.line + 1) if mark else ()
+        field = f", field `{format_path(near)}`" if near else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError(
-            f"{path}{where}: invalid YAML ({problem}). Check indentation and quoting there; "
-            "values with ':' or '#' need quotes"
+            f"{path}{where}{field}: invalid YAML ({problem}). Check indentation, brackets and "
+            "quoting there; values with ':' or '#' need quotes"
         ) from None
     problems = _Problems(path, lines)
     if not isinstance(data, dict):
@@ -255,7 +269,9 @@ def load_scenario(
         raise problems.error(loc, f"{message}{hint}") from None
 
     base = path.parent
-    resolve = lambda rel: (base / rel).resolve() if not Path(rel).is_absolute() else Path(rel)  # noqa: E731
+
+    def resolve(rel: str) -> Path:
+        return Path(rel) if Path(rel).is_absolute() else (base / rel).resolve()
 
     def must_exist(loc: tuple, rel: str, what: str) -> Path:
         p = resolve(rel)
@@ -484,34 +500,13 @@ def _fingerprint(raw: bytes, files: list[Path], database: Path | None) -> str:
 
 def load_cases(path: Path) -> list[Case]:
     """Read a cases JSONL file; errors name the file, line and field."""
-    cases: list[Case] = []
-    seen: dict[str, int] = {}
-    for lineno, record in read_jsonl(path):
-        try:
-            case = Case.model_validate(record)
-        except ValidationError as exc:
-            raise InputError(jsonl_error(path, lineno, exc, record, "a case",
-                                         '{"id": "q1", "question": "...", "gold": {...}}')) from None
-        if case.id in seen:
-            raise InputError(f"{path}, line {lineno}: duplicate case id {case.id!r} (first on "
-                             f"line {seen[case.id]}); case ids must be unique")
-        seen[case.id] = lineno
-        cases.append(case)
-    return cases
+    return list(read_records(path, Case, key=lambda c: c.id, what="a case",
+                             example='{"id": "q1", "question": "...", "gold": {...}}').values())
 
 
 def load_traces(path: Path) -> dict[str, Trace]:
     """Read recorded traces: Trace lines, or a previous run's results.jsonl (its ``trace``)."""
-    traces: dict[str, Trace] = {}
-    for lineno, record in read_jsonl(path):
-        body = record["trace"] if isinstance(record.get("trace"), dict) else record
-        try:
-            trace = Trace.model_validate(body)
-        except ValidationError as exc:
-            raise InputError(jsonl_error(path, lineno, exc, body, "a trace",
-                                         '{"case_id": "q1", "router": {"routes": ["sql"]}}')) from None
-        if trace.case_id in traces:
-            raise InputError(f"{path}, line {lineno}: a second trace for case "
-                             f"{trace.case_id!r}; keep one trace per case")
-        traces[trace.case_id] = trace
-    return traces
+    return read_records(
+        path, Trace, key=lambda t: t.case_id, what="a trace",
+        example='{"case_id": "q1", "router": {"routes": ["sql"]}}',
+        select=lambda r: r["trace"] if isinstance(r.get("trace"), dict) else r)
