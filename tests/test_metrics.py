@@ -173,7 +173,7 @@ def test_answer_present_and_words():
     batch = [(case(), GeneratorStep(answer="The navy coat costs 129.00 €.")),
              (case(), GeneratorStep(answer="   \n")),
              (case(), GeneratorStep(answer=None))]
-    rows = evaluate_generator("answer_present", batch)
+    rows = evaluate_generator("answer_present", batch, None, EvalContext())
     assert [r["answer_present"].value for r in rows] == [1.0, 0.0, 0.0]
     assert [r["answer_words"].value for r in rows] == [6.0, 0.0, 0.0]
 
@@ -182,7 +182,7 @@ def test_generation_cost_reports_missing_figures_as_errors():
     batch = [(case(), GeneratorStep(answer="a", latency_ms=12.5,
                                     usage={"prompt_tokens": 30, "completion_tokens": 4})),
              (case(), GeneratorStep(answer="b"))]
-    rows = evaluate_generator("generation_cost", batch)
+    rows = evaluate_generator("generation_cost", batch, None, EvalContext())
     assert rows[0]["latency_ms"].value == 12.5 and rows[0]["total_tokens"].value == 34
     assert rows[0]["total_tokens"].details == {"prompt": 30, "completion": 4}
     assert rows[1]["latency_ms"].error == "the generator step reports no latency_ms"

@@ -191,7 +191,7 @@ def test_judge_option_overrides_and_is_validated(small, tmp_path):
 def test_unknown_key_in_a_nested_block_lists_the_valid_keys(small, tmp_path):
     small.write_text(small.read_text() + "judge: {backend: heuristic, modle: x}\n")
     _fails(small, tmp_path, "field `judge.modle`", "unknown field",
-           "valid keys of `judge`: backend, model, base_url, options")
+           "valid keys of `judge`: backend, model, base_url, api_key_env")
 
 
 def test_evaluator_that_needs_a_database(small, tmp_path):

@@ -7,7 +7,8 @@ It defines component kinds and a judge backend, never an evaluator: metrics live
 from __future__ import annotations
 
 from evalharness.hookspecs import hookimpl
-from evalharness.judge import HeuristicJudge
+from evalharness.judge.heuristic import HeuristicJudge
+from evalharness.judge.openai_compat import OpenAIJudge
 from evalharness.models import GeneratorStep, RetrieverStep, RouterStep, Text2SQLStep
 from evalharness.registry import ComponentKind, JudgeBackend
 
@@ -28,3 +29,6 @@ def register_component_kinds(register):
 def register_judge_backends(register):
     register(JudgeBackend("heuristic", HeuristicJudge, offline=True,
                           description="deterministic, offline, no LLM (the default)"))
+    register(JudgeBackend("openai", OpenAIJudge,
+                          description="any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, "
+                                      "Ollama, llama.cpp server) through the openai SDK"))

@@ -18,8 +18,8 @@ from evalharness import __version__
 from evalharness.errors import EvalHarnessError
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
-from evalharness.report import build_report, fmt, write_reports
-from evalharness.runner import Progress, load_system, run
+from evalharness.report import build_report, fmt, usage_line, write_reports
+from evalharness.runner import Progress, load_system, make_judge, run
 from evalharness.scenario import ScenarioFile, load_scenario
 
 EXIT_GATE_FAILED = 1
@@ -78,9 +78,16 @@ class BarProgress(Progress):
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               help="A local plugin file to load (repeatable).")
 @click.option("--judge", "judge_backend", help="Judge backend (overrides `judge.backend`).")
+@click.option("--judge-concurrency", type=click.IntRange(1, 512),
+              help="Judge requests in flight at once (overrides `judge.concurrency`).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the judge cache.")
+@click.option("--refresh-cache", is_flag=True,
+              help="Ask the judge again and overwrite what the cache holds.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
 def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: bool,
-             plugins: tuple[str, ...], judge_backend: str | None, quiet: bool) -> None:
+             plugins: tuple[str, ...], judge_backend: str | None,
+             judge_concurrency: int | None, no_cache: bool, refresh_cache: bool,
+             quiet: bool) -> None:
     """Run the scenario in PATH and write results.jsonl, report.json and report.md.
 
     Exit code 0 when every gate passes, 1 when a gate fails, 2 for invalid input,
@@ -92,8 +99,17 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
       evalharness scenario scenarios/shop.yaml --out run/ --plugin ./my_checks.py
       evalharness scenario scenarios/shop.yaml --out run/ --resume
     """
+    if no_cache and refresh_cache:
+        raise InputProblem("--no-cache and --refresh-cache exclude each other: the first "
+                           "ignores the cache, the second rewrites it")
+    overrides: dict = {}
+    if judge_concurrency:
+        overrides["concurrency"] = judge_concurrency
+    if no_cache or refresh_cache:
+        overrides["cache_mode"] = "off" if no_cache else "refresh"
     try:
-        loaded = load_scenario(path, extra_plugins=list(plugins), judge_backend=judge_backend)
+        loaded = load_scenario(path, extra_plugins=list(plugins), judge_backend=judge_backend,
+                               judge_overrides=overrides)
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
     if resume and out_dir is None:
@@ -150,6 +166,8 @@ def print_summary(report: Report, console: Console) -> None:
             first = False
         table.add_section()
     console.print(table)
+    if report.judge.get("usage"):
+        console.print(f"judge: {usage_line(report.judge['usage'])}")
     if report.cases["system_errors"]:
         console.print(f"[yellow]{report.cases['system_errors']} of {report.cases['total']} cases "
                       "failed in the system under test: their components did not run and are "
@@ -235,6 +253,7 @@ def validate(path: Path, plugins: tuple[str, ...]) -> None:
         loaded = load_scenario(path, extra_plugins=list(plugins))
         if loaded.system is not None:
             load_system(loaded)
+        make_judge(loaded).close()
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
     n_eval = len(loaded.evaluators)

@@ -16,6 +16,7 @@ from evalharness.errors import InputError, ScenarioError
 
 if TYPE_CHECKING:
     from evalharness.judge import Judge
+    from evalharness.models import Trace
     from evalharness.pipeline import Pipeline
 
 
@@ -168,6 +169,10 @@ class EvalContext:
 
     component: str = ""
     """Name of the component being evaluated."""
+
+    traces: dict[str, Trace] = field(default_factory=dict)
+    """Case id -> the case's whole trace, for the cases of the batch (an evaluator of one
+    component may need another's output, e.g. the generator's answer for context precision)."""
 
     extras: dict[str, Any] = field(default_factory=dict)
     """Room for plugins to share run-wide state."""

@@ -49,7 +49,8 @@ def evaluate_batch(
             continue
         batch = [(case, step) for _, case, step in applicable]
         ctx = EvalContext(judge=context.judge, database=context.database, corpus=context.corpus,
-                          pipeline=context.pipeline, component=component, extras=context.extras)
+                          pipeline=context.pipeline, component=component, extras=context.extras,
+                          traces={case.id: trace for case, trace in pairs})
         for configured in scenario.evaluators_on(component):
             rows = _call(scenario, kind.hook, configured, batch, ctx, warned)
             for (i, _, _), row in zip(applicable, rows, strict=True):

@@ -318,6 +318,10 @@ class MetricSummary(_Model):
     error_reasons: dict[str, int] = Field(default_factory=dict)
     """The most frequent error reasons, with their counts."""
 
+    judge: dict[str, Any] | None = None
+    """For judged metrics: judgments, requests, cache hits, tokens, errors (and cost when the
+    judge has a price table), summed from the judgment records stored with the values."""
+
 
 class CostSummary(_Model):
     """Latency and tokens of one component over the run."""
@@ -349,6 +353,9 @@ class ComponentReport(_Model):
 
     evaluators: list[EvaluatorRun]
     """The evaluators that ran on this component, with their settings."""
+
+    judge: dict[str, Any] | None = None
+    """Judge usage summed over this component's metrics (``null`` when nothing was judged)."""
 
 
 class GateResult(_Model):

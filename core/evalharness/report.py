@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from evalharness import __version__
+from evalharness.judge.base import judge_usage
 from evalharness.models import (
     ComponentReport,
     CostSummary,
@@ -30,6 +31,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
     """Aggregate a run's results (in case order) into a :class:`Report`."""
     results = outcome.results
     host = scenario.host
+    prices = scenario.spec.judge.prices
     components: dict[str, ComponentReport] = {}
     for component in scenario.pipeline.order:
         statuses = Counter(r.components[component].status for r in results
@@ -45,13 +47,14 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                 metrics[metric] = summarise(
                     [r.components[component].metrics[metric] for r in results
                      if component in r.components and metric in r.components[component].metrics],
-                    configured.name)
+                    configured.name, prices)
         components[component] = ComponentReport(
             kind=scenario.pipeline.kind(component),
             cases={s: statuses.get(s, 0) for s in ("evaluated", "not_run", "error")},
             metrics=metrics,
             cost=cost_of([r.trace.step(component) for r in results]),
             evaluators=runs,
+            judge=_sum_usage([m.judge for m in metrics.values() if m.judge]),
         )
     gates = []
     for gate in scenario.gates:
@@ -60,6 +63,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                                 op=gate.op, threshold=gate.threshold, value=summary.mean,
                                 passed=gate.check(summary.mean)))
     judge = outcome.context.judge.identity() if outcome.context.judge else {"backend": None}
+    judge["usage"] = _sum_usage([c.judge for c in components.values() if c.judge])
     report = Report(
         scenario={"name": scenario.name, "path": str(scenario.path),
                   "sha256": scenario.sha256},
@@ -105,14 +109,35 @@ def _sections_of(host, plugin: str, report: Report, results) -> list[dict[str, A
     return out
 
 
-def summarise(values: Sequence, evaluator: str) -> MetricSummary:
-    """Mean over computed values; errors counted with their most frequent reasons."""
+def summarise(values: Sequence, evaluator: str, prices: dict | None = None) -> MetricSummary:
+    """Mean over computed values; errors counted with their most frequent reasons; judge usage
+    summed from the judgment records the values carry (``details["judgments"]``)."""
     numbers = [v.value for v in values if v.error is None]
     reasons = Counter(v.error for v in values if v.error is not None)
+    records = [r for v in values for r in v.details.get("judgments", [])
+               if isinstance(r, dict)]
     return MetricSummary(
         mean=math.fsum(numbers) / len(numbers) if numbers else None,
         n=len(numbers), errors=sum(reasons.values()), evaluator=evaluator,
-        error_reasons=dict(reasons.most_common(5)))
+        error_reasons=dict(reasons.most_common(5)),
+        judge=judge_usage(records, prices) if records else None)
+
+
+def _sum_usage(usages: list[dict]) -> dict | None:
+    """Add up judge usage summaries.
+
+    >>> _sum_usage([{"requests": 2, "cache_hits": 1}, {"requests": 3, "cache_hits": 0}])
+    {'requests': 5, 'cache_hits': 1}
+    >>> _sum_usage([]) is None
+    True
+    """
+    if not usages:
+        return None
+    out: dict = {}
+    for usage in usages:
+        for key, value in usage.items():
+            out[key] = out.get(key, 0) + value
+    return out
 
 
 def cost_of(steps: Sequence[Any]) -> CostSummary:
@@ -143,6 +168,20 @@ def _as_step(raw: dict) -> Step:
         return Step()
 
 
+def usage_line(usage: dict) -> str:
+    """One line about judge usage.
+
+    >>> usage_line({"judgments": 4, "requests": 3, "cache_hits": 1, "prompt_tokens": 10,
+    ...             "completion_tokens": 5, "errors": 0})
+    '4 judgments, 3 requests, 1 cache hits, 15 tokens, 0 errors'
+    """
+    text = (f"{usage['judgments']} judgments, {usage['requests']} requests, "
+            f"{usage['cache_hits']} cache hits, "
+            f"{usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
+            f"{usage['errors']} errors")
+    return text + (f", cost {usage['cost']:.4f}" if "cost" in usage else "")
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     """A number for a table; ``—`` when there is none.
 
@@ -157,7 +196,8 @@ def render_markdown(report: Report) -> str:
     lines = [f"# evalharness report: {report.scenario['name']}", ""]
     lines += [
         f"- Scenario: `{report.scenario['path']}` (sha256 `{report.scenario['sha256'][:12]}`)",
-        f"- Judge: **{report.judge.get('label', report.judge.get('backend'))}**",
+        f"- Judge: **{report.judge.get('label', report.judge.get('backend'))}**"
+        + (f" — {usage_line(report.judge['usage'])}" if report.judge.get("usage") else ""),
         f"- Cases: {report.cases['evaluated']} of {report.cases['total']} evaluated, "
         f"{report.cases['system_errors']} system errors",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in report.versions.items()),
@@ -193,6 +233,19 @@ def render_markdown(report: Report) -> str:
         lines.append(f"| {name} | {c.steps} | {fmt(c.latency_ms['mean'], 1)} | "
                      f"{fmt(c.latency_ms['p50'], 1)} | {fmt(c.latency_ms['p95'], 1)} | "
                      f"{c.tokens['prompt']} / {c.tokens['completion']} |")
+    judged = [(n, m, s) for n, c in report.components.items() for m, s in c.metrics.items()
+              if s.judge]
+    if judged:
+        lines += ["", "## Judge usage", "",
+                  f"Judge: {report.judge.get('label')}. Requests are what this run sent; cache "
+                  "hits cost nothing.", "",
+                  "| metric | judgments | requests | cache hits | tokens | errors |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, metric, s in judged:
+            u = s.judge
+            lines.append(f"| {name}.{metric} | {u['judgments']} | {u['requests']} | "
+                         f"{u['cache_hits']} | {u['prompt_tokens'] + u['completion_tokens']} | "
+                         f"{u['errors']} |")
     if report.gates:
         lines += ["", "## Gates", "", "| gate | value | result |", "|---|---:|---|"]
         for g in report.gates:

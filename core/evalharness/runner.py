@@ -90,8 +90,15 @@ def load_system(scenario: Scenario) -> Callable[..., Any]:
     return func
 
 
-def prepare_context(scenario: Scenario, out_dir: Path) -> EvalContext:
-    """Build the database, load the corpus and make the judge."""
+def make_judge(scenario: Scenario):
+    """The scenario's judge, from its registered backend (errors name the judge block)."""
+    backend = scenario.host.judge_backend(scenario.spec.judge.backend)
+    return backend.factory(scenario.spec.judge)
+
+
+def prepare_context(scenario: Scenario, out_dir: Path, judge=None) -> EvalContext:
+    """Build the database, load the corpus and (unless given) make the judge."""
+    judge = judge if judge is not None else make_judge(scenario)
     database = None
     spec = scenario.spec.database
     if spec is not None:
@@ -101,8 +108,6 @@ def prepare_context(scenario: Scenario, out_dir: Path) -> EvalContext:
             build_sqlite(scenario.database_build, path)
         database = Database(path=path, engine=spec.engine, dialect=spec.dialect)
     corpus = load_corpus(scenario.corpus_path) if scenario.corpus_path else {}
-    backend = scenario.host.judge_backend(scenario.spec.judge.backend)
-    judge = backend.factory(scenario.spec.judge)
     return EvalContext(judge=judge, database=database, corpus=corpus,
                        pipeline=scenario.pipeline)
 
@@ -173,10 +178,15 @@ async def run(
 ) -> RunOutcome:
     """Run the scenario into ``out_dir``; return every result (old and new) in case order."""
     progress = progress or Progress()
-    out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / RESULTS
     manifest_path = out_dir / MANIFEST
     func = load_system(scenario) if scenario.system is not None else None
+    if not resume and results_path.is_file() and results_path.stat().st_size:
+        raise RunError(f"{out_dir} already holds results ({RESULTS}); pass --resume to "
+                       "continue that run, or choose another --out")
+    judge = make_judge(scenario)  # a judge misconfiguration fails before anything is written
+    out_dir.mkdir(parents=True, exist_ok=True)
+    context = prepare_context(scenario, out_dir, judge)
 
     previous: list[CaseResult] = []
     if resume:
@@ -193,16 +203,12 @@ async def run(
         previous = read_results(results_path, repair=True)
         started_at = manifest.get("started_at")
     else:
-        if results_path.is_file() and results_path.stat().st_size:
-            raise RunError(f"{out_dir} already holds results ({RESULTS}); pass --resume to "
-                           "continue that run, or choose another --out")
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
         manifest_path.write_text(json.dumps({
             "scenario": str(scenario.path), "scenario_sha256": scenario.sha256,
             "inputs_sha256": scenario.inputs_sha256, "started_at": started_at}, indent=2))
         results_path.write_text("")
 
-    context = prepare_context(scenario, out_dir)
     known = {c.id for c in scenario.cases}
     done = {r.case.id for r in previous if r.case.id in known}
     pending = [c for c in scenario.cases if c.id not in done]
@@ -261,6 +267,8 @@ async def run(
                     await producer
         finally:
             progress.stop()
+            if context.judge is not None:
+                context.judge.close()
 
     results = read_results(results_path)
     order = {c.id: i for i, c in enumerate(scenario.cases)}

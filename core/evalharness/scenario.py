@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evalharness.context import read_records
 from evalharness.errors import EvalHarnessError, ScenarioError
-from evalharness.judge import JudgeConfig
+from evalharness.judge.base import JudgeConfig
 from evalharness.locate import (
     best_error,
     field_near,
@@ -230,6 +230,7 @@ def load_scenario(
     *,
     extra_plugins: list[str | Path] = (),
     judge_backend: str | None = None,
+    judge_overrides: dict[str, Any] | None = None,
     host: PluginHost | None = None,
 ) -> Scenario:
     """Read and validate a scenario file; raise :class:`ScenarioError` on the first problem."""
@@ -341,6 +342,10 @@ def load_scenario(
     # Judge.
     if judge_backend:
         spec.judge = spec.judge.model_copy(update={"backend": judge_backend})
+    if judge_overrides:
+        spec.judge = spec.judge.model_copy(update=judge_overrides)
+    if spec.judge.cache:
+        spec.judge = spec.judge.model_copy(update={"cache": str(resolve(spec.judge.cache))})
     if host.judge_backend(spec.judge.backend) is None:
         known = ", ".join(sorted(host.registry.judge_backends))
         if judge_backend:

@@ -1,8 +1,18 @@
-"""Generator evaluators: is there an answer, and what did producing it cost?
+"""Generator evaluators: is the answer grounded, relevant, correct, and are its figures right?
 
-First metrics: ``answer_present`` and ``answer_words`` (evaluator ``answer_present``), and the
-per-case ``latency_ms`` and ``total_tokens`` the generator step reported (evaluator
-``generation_cost``); a step that reports no figure gets an error, never a silent 0.
+Evaluators and their metrics:
+
+- ``faithfulness`` (judge): supported claims / all claims, against the context the generator
+  was given (retrieved chunks and SQL rows rendered as text); unsupported claims listed.
+- ``answer_relevancy`` (judge + embeddings): mean cosine similarity between the question and
+  ``n`` questions the judge writes from the answer; noncommittal answers score 0.
+- ``answer_correctness`` (judge): claim-level precision, recall and F1 against the reference.
+- ``numeric_consistency`` (no judge): share of the answer's figures found in the rows and
+  chunks given (or the question); mismatches listed.
+- ``answer_present`` and ``generation_cost``: the answer exists; latency and tokens reported.
+
+A step that reports no figure, a case without a reference, an answer without claims: each is
+an error with its reason, never a silent 0 or NaN.
 """
 
 from __future__ import annotations
@@ -11,6 +21,16 @@ import re
 
 from evalharness import MetricValue, hookimpl
 from evalharness.registry import Evaluator
+from evalharness_generation.judged import (
+    CORRECTNESS,
+    FaithfulnessSettings,
+    RelevancySettings,
+    answer_correctness,
+    answer_relevancy,
+    faithfulness,
+)
+from evalharness_generation.numbers import numeric_consistency
+from evalharness_generation.sources import generator_sources
 
 __version__ = "0.1.0"
 
@@ -35,10 +55,35 @@ def register_evaluators(register):
     register(Evaluator(
         name="generation_cost", component="generator", metrics=["latency_ms", "total_tokens"],
         description="latency and tokens the generator step reported for each case"))
+    register(Evaluator(
+        name="faithfulness", component="generator", metrics=["faithfulness"],
+        settings=FaithfulnessSettings, needs_judge=True,
+        description="supported claims / claims, against the rows and chunks given"))
+    register(Evaluator(
+        name="answer_relevancy", component="generator", metrics=["answer_relevancy"],
+        settings=RelevancySettings, needs_judge=True,
+        description="similarity of the question to questions written from the answer"))
+    register(Evaluator(
+        name="answer_correctness", component="generator", metrics=CORRECTNESS,
+        needs_judge=True,
+        description="claim-level precision, recall and F1 against the reference answer"))
+    register(Evaluator(
+        name="numeric_consistency", component="generator", metrics=["numeric_consistency"],
+        description="share of the answer's figures found in the rows and chunks given"))
 
 
 @hookimpl
-def evaluate_generator(evaluator, batch):
+def evaluate_generator(evaluator, batch, settings, context):
+    if evaluator == "faithfulness":
+        return faithfulness(batch, context)
+    if evaluator == "answer_relevancy":
+        return answer_relevancy(batch, settings, context)
+    if evaluator == "answer_correctness":
+        return answer_correctness(batch, context)
+    if evaluator == "numeric_consistency":
+        return [{"numeric_consistency": numeric_consistency(
+            step.answer or "", generator_sources(case, step, context), case.question)}
+            for case, step in batch]
     if evaluator == "answer_present":
         return [{"answer_present": MetricValue.of(bool((step.answer or "").strip())),
                  "answer_words": MetricValue.of(word_count(step.answer))}

@@ -1,0 +1,35 @@
+"""The judge machinery: judgment tasks with versioned rubrics, backends, a cache, accounting.
+
+Evaluators that declare ``needs_judge`` receive ``context.judge`` and call
+``context.judge.run_many(TASK, [inputs, ...], metric="name")``, which answers every input
+concurrently and returns one :class:`Judgment` each (an output, or an error with the raw text),
+and ``context.judge.embed_many(texts, metric="name")`` for embeddings.
+"""
+
+from evalharness.judge.base import Judge, JudgeConfig, Judgment
+from evalharness.judge.tasks import (
+    CHUNK_USEFULNESS,
+    CLAIM_SUPPORT,
+    CLAIMS,
+    QUESTIONS,
+    SQL_EQUIVALENCE,
+    TASKS,
+    ChunkUsefulnessInput,
+    ChunkUsefulnessOutput,
+    ClaimsInput,
+    ClaimsOutput,
+    ClaimSupportInput,
+    ClaimSupportOutput,
+    JudgmentTask,
+    QuestionsInput,
+    QuestionsOutput,
+    SQLEquivalenceInput,
+    SQLEquivalenceOutput,
+)
+
+__all__ = [
+    "CHUNK_USEFULNESS", "CLAIMS", "CLAIM_SUPPORT", "QUESTIONS", "SQL_EQUIVALENCE", "TASKS",
+    "ChunkUsefulnessInput", "ChunkUsefulnessOutput", "ClaimSupportInput", "ClaimSupportOutput",
+    "ClaimsInput", "ClaimsOutput", "Judge", "JudgeConfig", "Judgment", "JudgmentTask",
+    "QuestionsInput", "QuestionsOutput", "SQLEquivalenceInput", "SQLEquivalenceOutput",
+]

@@ -1,0 +1,867 @@
+"""The offline heuristic judge: deterministic, lexical rules for every judgment task; no model.
+
+It answers the same tasks as an LLM judge (:mod:`evalharness.judge.tasks`) with pure functions
+of the inputs, so it runs anywhere, costs nothing and gives the same answer on every machine.
+It is *lexical*: it sees words, numbers, sizes and capitalised names, never meaning. It cannot
+recognise a paraphrase that uses other words, understand negation beyond the presence of a
+negation word, resolve pronouns, or write real questions. Every verdict says which words or
+numbers it missed, and every report names this judge as "not an LLM".
+
+:func:`answer` is the pure entry point (task + inputs -> output model); :class:`HeuristicJudge`
+wraps it as a judge backend. Embeddings are signed feature hashes (blake2b) of stemmed content
+words, their bigrams and character trigrams: identical across processes and machines.
+The rules and their measured agreement with people are in ``docs/metrics/heuristic-judge.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from pydantic import BaseModel
+
+from evalharness.judge.base import Embeddings, Judge, Judgment
+from evalharness.judge.tasks import (
+    CHUNK_USEFULNESS,
+    CLAIM_SUPPORT,
+    CLAIMS,
+    QUESTIONS,
+    SQL_EQUIVALENCE,
+    ChunkUsefulnessInput,
+    ChunkUsefulnessOutput,
+    ChunkVerdict,
+    ClaimsInput,
+    ClaimsOutput,
+    ClaimSupportInput,
+    ClaimSupportOutput,
+    ClaimVerdict,
+    GeneratedQuestion,
+    JudgmentTask,
+    QuestionsInput,
+    QuestionsOutput,
+)
+
+MODEL = "heuristic-v1"
+"""The heuristic's version: bump it whenever a rule or a threshold changes."""
+
+EMBED_DIM = 512
+EMBEDDING_MODEL = f"hashing-{EMBED_DIM}-v1"
+"""Name of the hashing embedding: bump the suffix whenever the features change."""
+
+SQL_REFUSAL = "the heuristic judge cannot decide SQL equivalence; configure an LLM judge"
+
+
+class HeuristicCannotJudge(ValueError):
+    """A task the heuristic judge does not decide (SQL equivalence)."""
+
+
+# == words ====================================================================================
+
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do does
+doesn't doing don't down during each either else ever every few for from further had hadn't
+has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his
+how how's however i i'd i'll i'm i've if in into is isn't it it's its itself just let's me
+might more most must mustn't my myself neither nor of off on once one only or other ought our
+ours ourselves out over own per same shall shan't she she'd she'll she's should shouldn't so
+some such than that that's the their theirs them themselves then there there's these they
+they'd they'll they're they've this those though through thus to too under until up upon us
+very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
+whether which while who who's whom whose why why's will with within without won't would
+wouldn't yet you you'd you'll you're you've your yours yourself yourselves
+ah aha eh er hey hi hmm huh lol haha oh ok okay oops uh um umm wow yeah yep yes yup
+""".split())
+"""Function words and interjections: they carry no checkable content. Negations ("not", "no",
+"never", "nothing") are deliberately absent: they are content."""
+
+OPINION = frozenset("""
+amazing awesome awful bad beautiful best better boring brilliant cool enjoy enjoyable enjoyed
+excellent exciting fantastic favorite favourite fun funny glad good gorgeous great happy hate
+hated horrible impressive incredible interesting love loved lovely loves nice perfect
+recommend recommended sad scary silly strange stunning stupid terrible ugly weird wonderful
+worse worst
+""".split())
+"""Evaluative words: a claim using one the context does not use is an opinion the context does
+not support ("the film was awesome")."""
+
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
+"""First-person singular: a claim about the speaker ("I watched it twice") is supported only by
+a context that speaks in the first person too. "We" is left out: a shop speaks as "we"."""
+
+_REPORTING = re.compile(
+    r"\b(?:i|we)\s+(?:can\s+|could\s+|have\s+|'ve\s+|just\s+)?(?:found|find|see|checked|"
+    r"looked|searched|confirm)\b(?:\s+that\b)?", re.IGNORECASE)
+"""Reporting frames ("I found that", "I can see") that present the context rather than speak
+about the speaker: removed before a claim is checked."""
+
+CURRENCIES = frozenset({"eur", "euro", "euros", "usd", "dollar", "dollars", "gbp", "chf"})
+"""Currency words: the amount is what is checked, so "€129" = "129 EUR" = "129 euros"."""
+
+NEGATIONS = frozenset({"not", "no", "never", "nothing", "none", "nobody", "nowhere", "neither",
+                       "nor", "without", "n't", "cannot"})
+
+NUMBER_WORDS = {
+    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
+    "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+    "ninety": 90, "hundred": 100, "thousand": 1000, "million": 1_000_000,
+    "billion": 1_000_000_000, "dozen": 12, "half": 0.5,
+}
+"""Number words compared as numbers ("three" = "3"); "one" is left out (mostly a pronoun)."""
+
+SIZES = ("XXXS", "XXS", "XS", "S", "M", "L", "XL", "XXL", "XXXL", "3XL", "4XL")
+
+_WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+(?:[.,]\d+)*(?:st|nd|rd|th)?",
+                      re.UNICODE)
+_NUMBER_RE = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*)(?![\w]*[a-zA-Z]{3,})")
+_SIZE_RE = re.compile(r"(?<![\w.&-])(" + "|".join(SIZES) + r")(?![\w&-]|\.\w)")
+
+
+def normalise(text: str) -> str:
+    """Unicode-normalise, unify quotes and dashes, collapse whitespace.
+
+    >>> normalise("It’s  10–12\u00a0€")
+    "It's 10-12 €"
+    """
+    text = unicodedata.normalize("NFKC", text)
+    text = text.translate(str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-",
+                                         "—": "-", "‑": "-"}))
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def fold(word: str) -> str:
+    """Lowercase and strip accents (so "Pelé" matches "Pele").
+
+    >>> fold("Pelé")
+    'pele'
+    """
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased, accent-folded word and number tokens; apostrophes stay inside words.
+
+    >>> tokens("Don't pay €129.00 for Pelé's 2 shirts!")
+    ["don't", 'pay', '129.00', 'for', "pele's", '2', 'shirts']
+    """
+    return [fold(t).replace("’", "'") for t in _WORD_RE.findall(normalise(text))]
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light, deterministic suffix stripper: plurals, -ing, -ed, -ly, a final -e.
+
+    It only needs to map a word's common forms to one key (it is not a linguistic stem).
+
+    >>> [stem(w) for w in ["shoes", "jumping", "jumps", "making", "makes", "stories", "story"]]
+    ['sho', 'jump', 'jump', 'mak', 'mak', 'stor', 'stor']
+    >>> stem("pele's"), stem("dress"), stem("running"), stem("quickly")
+    ('pel', 'dress', 'run', 'quick')
+    """
+    w = word.lower()
+    if w.endswith(("'s", "'")):
+        w = w[:-2] if w.endswith("'s") else w[:-1]
+    if w.isdigit() or len(w) <= 3:
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith(("sses", "shes", "ches", "xes", "zes")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            if suffix in ("ing", "ed", "edly", "ingly") and len(w) >= 4 and w[-1] == w[-2] \
+                    and w[-1] not in "aeiousl":
+                w = w[:-1]
+            if w.endswith("i") and suffix in ("ed", "ly"):
+                w = w[:-1] + "y"
+            break
+    if w.endswith("y") and len(w) > 3:
+        w = w[:-1]
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    return w
+
+
+def is_content(token: str) -> bool:
+    """A token that carries checkable content: not a stopword, a word of 2+ letters or a number.
+
+    >>> [t for t in tokens("Yes, it is 42 and we love it!") if is_content(t)]
+    ['42', 'love']
+    """
+    if token in STOPWORDS or token in CURRENCIES:
+        return False
+    return token[0].isdigit() or len(token) >= 2
+
+
+def content_stems(text: str) -> list[str]:
+    """Stems of the content tokens of a text, in order (numbers normalised).
+
+    >>> content_stems("The shoes cost €129.00, and the boots 99 euros.")
+    ['sho', 'cost', '129', 'boot', '99']
+    """
+    out = []
+    for t in tokens(text):
+        if not is_content(t):
+            continue
+        out.append(_number_key(t) if t[0].isdigit() else stem(t))
+    return out
+
+
+# == numbers, sizes, names ====================================================================
+
+
+def _number_key(raw: str) -> str:
+    raw = re.sub(r"(st|nd|rd|th)$", "", raw)
+    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", raw):
+        raw = raw.replace(",", "")
+    elif re.fullmatch(r"\d+,\d{1,2}", raw):
+        raw = raw.replace(",", ".")
+    else:
+        raw = raw.replace(",", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return raw
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+def numbers(text: str) -> set[str]:
+    """Normalised numbers in a text (129 = 129.0 = €129 = "129 €"; 49,90 = 49.9), number words.
+
+    >>> sorted(numbers("€129.00 or 129 €, 1,281 goals, 49,90 EUR, three to 4 weeks, 130th"))
+    ['1281', '129', '130', '3', '4', '49.9']
+    """
+    text = normalise(text)
+    found = {_number_key(m) for m in _NUMBER_RE.findall(text)}
+    for t in tokens(text):
+        if t in NUMBER_WORDS:
+            found.add(_number_key(str(NUMBER_WORDS[t])))
+    return found
+
+
+def sizes(text: str) -> set[str]:
+    """Clothing sizes written in capitals (S, M, XL ...), which must match exactly.
+
+    >>> sorted(sizes("Available in M and XL, not in s. Made in the U.S. by M&S."))
+    ['M', 'XL']
+    """
+    return set(_SIZE_RE.findall(normalise(text)))
+
+
+def names(text: str) -> set[str]:
+    """Capitalised words that are not sentence-initial (likely names), folded and stemmed.
+
+    >>> sorted(names("Yesterday James and Oliver Phelps met I. The Times said so."))
+    ['jam', 'oliver', 'phelp', 'tim']
+    """
+    out = set()
+    text = normalise(text)
+    for sentence in re.split(r"(?<=[.!?:;\"])\s+|\n", text):
+        words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)*", sentence)
+        for i, w in enumerate(words):
+            if i == 0 or w == "I" or not w[0].isupper():
+                continue
+            if w.isupper() and w in SIZES:
+                continue
+            t = fold(w)
+            if t in STOPWORDS or t in CURRENCIES:
+                continue
+            out.add(stem(t))
+    return out
+
+
+# == sentences and claims =====================================================================
+
+_ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "prof", "st", "vs", "etc", "e.g", "i.e", "approx",
+                  "fig", "inc", "ltd", "jr", "sr", "u.s", "u.k", "ca", "cf")
+
+SIGN_OFFS = (
+    "hope this helps", "hope that helps", "hope it helps", "let me know", "feel free",
+    "happy to help", "glad to help", "glad i could", "is there anything else",
+    "anything else i can", "how can i help", "how may i help", "you're welcome",
+    "you are welcome", "have a nice", "have a great", "have a good", "don't hesitate",
+    "i'd be happy to help", "i would be happy to help", "nice to meet", "nice talking",
+)
+"""Offers of help and sign-offs, wherever they occur in a sentence: never claims."""
+
+OPENERS = ("hi", "hello", "hey", "thanks", "thank you", "great question", "good question",
+           "good morning", "good afternoon", "good evening", "welcome", "sure thing",
+           "certainly", "of course", "absolutely")
+"""Greetings at the start of a sentence: the sentence is dropped unless the rest of it carries
+at least three content words ("Thanks for asking: the coat is wool" keeps its claim)."""
+
+NONCOMMITTAL = (
+    "i don't know", "i do not know", "i dont know", "don't know", "not sure", "i'm unsure",
+    "i am unsure", "it depends", "that depends", "depends on your", "cannot find",
+    "can't find", "couldn't find", "could not find", "unable to", "no information",
+    "not enough information", "no relevant information", "don't have information",
+    "do not have information",
+    "don't have any information", "do not have any information", "not able to",
+    "cannot answer", "can't answer", "cannot say", "can't say", "hard to say",
+    "difficult to say", "no idea", "not provided", "not mentioned", "does not mention",
+    "doesn't mention", "does not provide", "doesn't provide", "not specified",
+    "no answer", "i cannot help", "i can't help", "not clear", "unclear",
+    "no results", "nothing found", "couldn't find anything", "not available in",
+    "i have no", "beyond my", "as an ai",
+)
+"""Phrases that mark an evasive, vague or refusing answer (matched on word boundaries)."""
+
+
+def sentences(text: str) -> list[str]:
+    """Split a text into sentences (and lines); abbreviations and decimals stay whole.
+
+    >>> sentences("It costs €49.90. Dr. Who says hi! Really?  Yes.\\n- a bullet")
+    ['It costs €49.90.', 'Dr. Who says hi!', 'Really?', 'Yes.', '- a bullet']
+    """
+    out: list[str] = []
+    for line in normalise_lines(text):
+        start = 0
+        for m in re.finditer(r"[.!?]+[\"')\]]*(?=\s|$)", line):
+            end = m.end()
+            before = line[start:m.start()].split()
+            last = before[-1].lower().rstrip(".") if before else ""
+            initial = len(last) == 1 and last.isalpha() and last.upper() not in SIZES
+            if m.group().startswith(".") and (last in _ABBREVIATIONS or initial):
+                continue
+            piece = line[start:end].strip()
+            if piece:
+                out.append(piece)
+            start = end
+        piece = line[start:].strip()
+        if piece:
+            out.append(piece)
+    return out
+
+
+def normalise_lines(text: str) -> list[str]:
+    """Non-empty lines of a text, each normalised.
+
+    >>> normalise_lines(" a  b \\n\\n c ")
+    ['a b', 'c']
+    """
+    return [n for n in (normalise(line) for line in text.splitlines()) if n]
+
+
+_BOUNDARY_WORDS = (
+    # clause links and relative pronouns
+    "and|or|but|so|because|while|which|who|whom|whose|where|when|although|though|whereas|"
+    "unless|that|"
+    # prepositions that open adjuncts (place, time, means, company ...)
+    "in|on|at|for|with|by|from|during|after|before|since|until|into|about|across|through|"
+    "over|under|near|without|within|between|among|per")
+_SPLIT = re.compile(
+    r"\s*(?:[;()\[\]]|:(?!\d)|,(?!\d{3}\b))\s*"   # a comma in 9,000 or a colon in 10:30 is no edge
+    r"|\s+-\s+"
+    rf"|\s+(?=(?:{_BOUNDARY_WORDS})\b)", re.IGNORECASE)
+
+
+def fragments(sentence: str) -> list[str]:
+    """Split a sentence into lexical claims: its clauses, list items and adjunct phrases.
+
+    Edges are punctuation (commas, semicolons, colons, brackets), clause links (and, but,
+    which, because ...) and the prepositions that open adjuncts (in, on, at, for, with, since
+    ...). A piece without a content word joins its neighbour, so every claim has something to
+    check. The pieces are the answer's own words: an offline judge cannot rewrite them into
+    standalone sentences, but it can check each separately, so a wrong place or date costs its
+    own share of the score.
+
+    >>> fragments("Corn was first domesticated 9,000 years ago in Mexico.")
+    ['Corn was first domesticated 9,000 years ago', 'in Mexico.']
+    >>> fragments("Yes, the Alba coat costs €179.00 and comes in grey.")
+    ['Yes, the Alba coat costs €179.00', 'and comes', 'in grey.']
+    >>> fragments("The shop opens 10:30 daily.")
+    ['The shop opens 10:30 daily.']
+    """
+    pieces = [p.strip() for p in _SPLIT.split(sentence) if p and p.strip()]
+    out: list[str] = []
+    pending = ""  # leading pieces without content wait for the next piece
+    for piece in pieces:
+        if _content_count(piece) == 0:
+            if out:
+                out[-1] = _rejoin(out[-1], piece, sentence)
+            else:
+                pending = _rejoin(pending, piece, sentence) if pending else piece
+            continue
+        out.append(_rejoin(pending, piece, sentence) if pending else piece)
+        pending = ""
+    if pending and out:
+        out[-1] = _rejoin(out[-1], pending, sentence)
+    return [o.strip(" ,;:") for o in out]
+
+
+def _rejoin(left: str, right: str, sentence: str) -> str:
+    # the original text from the start of ``left`` to the end of ``right``
+    i = sentence.find(left)
+    j = sentence.find(right, i + len(left) if i >= 0 else 0)
+    if i >= 0 and j >= 0:
+        return sentence[i:j + len(right)]
+    return f"{left} {right}"
+
+
+def _content_count(text: str) -> int:
+    return sum(1 for t in tokens(text) if is_content(t))
+
+
+def is_greeting(sentence: str) -> bool:
+    """A greeting, thanks or offer of help ("Hope this helps!"), not a claim.
+
+    >>> [is_greeting(s) for s in ["Hope this helps!", "Let me know if you need more.",
+    ...  "Thanks!", "Thanks for asking, the Alba coat is made of boiled wool.", "It is wool."]]
+    [True, True, True, False, False]
+    """
+    toks = tokens(sentence)
+    padded = " " + " ".join(toks) + " "
+    if any(f" {p} " in padded for p in SIGN_OFFS):
+        return True
+    for opener in OPENERS:
+        if padded.startswith(f" {opener} "):
+            rest = toks[len(opener.split()):]
+            return sum(1 for t in rest if is_content(t)) < 3
+    return False
+
+
+def is_noncommittal(text: str) -> bool:
+    """Whether a text contains an evasive, vague or refusing phrase.
+
+    >>> is_noncommittal("I'm not sure, it depends on the fabric.")
+    True
+    >>> is_noncommittal("It is made of wool.")
+    False
+    """
+    padded = " " + " ".join(tokens(text)) + " "
+    return any(f" {p} " in padded for p in NONCOMMITTAL)
+
+
+def statements(answer: str) -> list[str]:
+    """The answer's sentences that can make claims: questions (but not a statement before a
+    trailing question), greetings and offers of help dropped, and so are sentences without a
+    content word.
+
+    >>> statements("Hi! The coat is wool. Want another? It is warm, isn't it? Hope this helps!")
+    ['The coat is wool.', 'It is warm']
+    """
+    out = []
+    for s in sentences(answer):
+        if s.rstrip("\"')]").endswith("?"):
+            s = _statement_before_question(s)
+        if s and not is_greeting(s) and _content_count(s) > 0:
+            out.append(s)
+    return out
+
+
+_QUESTION_OPENERS = frozenset(
+    "do does did is are was were can could will would should have has had may might shall "
+    "what which who whom whose when where why how isn't aren't don't doesn't didn't right "
+    "eh ok okay".split())
+
+
+def _statement_before_question(sentence: str) -> str:
+    """The statement a question sentence opens with ("X is Y, do you like it?" -> "X is Y"),
+    else ''.
+
+    >>> _statement_before_question("Goldendoodles are called designer dogs, do you like them?")
+    'Goldendoodles are called designer dogs'
+    >>> _statement_before_question("Do you like them, or not?")
+    ''
+    """
+    head, sep, tail = sentence.rpartition(",")
+    if not sep or not head.strip():
+        return ""
+    first = (tokens(tail) or [""])[0]
+    if first not in _QUESTION_OPENERS or (tokens(head) or [""])[0] in _QUESTION_OPENERS:
+        return ""
+    return head.strip()
+
+
+def split_claims(question: str, answer: str) -> list[str]:
+    """The CLAIMS rule: the :func:`fragments` of the answer's :func:`statements`, in order;
+    numbers, units and names verbatim.
+
+    The question is not used: a lexical judge cannot resolve pronouns with it.
+
+    >>> split_claims("Any wool coats?", "Hi! Yes: the Alba coat costs €179.00; it is grey. "
+    ...              "Want another? Hope this helps!")
+    ['Yes: the Alba coat costs €179.00', 'it is grey.']
+    >>> split_claims("q", "Oh wow!")
+    []
+    """
+    return [f for s in statements(answer) for f in fragments(s)]
+
+
+# == claim support ============================================================================
+
+SUPPORT_THRESHOLD = 0.6
+"""Share of a claim's distinct content words the context must contain (chosen on the BEGIN
+WoW dev split, see docs/metrics/heuristic-judge.md): all of one or two, two of three, three of
+five."""
+
+
+@dataclass(frozen=True)
+class Support:
+    """The heuristic's evidence for one claim against one context."""
+
+    supported: bool
+    coverage: float
+    missing_words: tuple[str, ...]
+    missing_numbers: tuple[str, ...]
+    missing_sizes: tuple[str, ...]
+    missing_names: tuple[str, ...]
+    missing_opinions: tuple[str, ...]
+    first_person: bool
+    negation_mismatch: bool
+
+    def reason(self) -> str:
+        """One sentence saying what was found or what is missing.
+
+        >>> check_claim("The coat costs €139.", "The coat costs €129.").reason()
+        'Not supported: 67% of its content words are in the context; missing: numbers 139.'
+        """
+        if self.supported:
+            return (f"Supported: the context contains {self.coverage:.0%} of its content words"
+                    f" and all of its numbers, sizes and names.")
+        problems = []
+        if self.missing_numbers:
+            problems.append("numbers " + ", ".join(self.missing_numbers))
+        if self.missing_sizes:
+            problems.append("sizes " + ", ".join(self.missing_sizes))
+        if self.missing_names:
+            problems.append("names " + ", ".join(self.missing_names))
+        if self.missing_opinions:
+            problems.append("the opinion " + ", ".join(self.missing_opinions))
+        if self.first_person:
+            problems.append("the first-person statement")
+        if self.negation_mismatch:
+            problems.append("the negation")
+        if self.missing_words:
+            problems.append("words " + ", ".join(self.missing_words[:8]))
+        missing = "; ".join(problems) if problems else "too few of its words"
+        return (f"Not supported: {self.coverage:.0%} of its content words are in the context; "
+                f"missing: {missing}.")
+
+
+class _Context:
+    """A context prepared once for checking many claims."""
+
+    def __init__(self, text: str) -> None:
+        toks = tokens(text)
+        self.stems = {_number_key(t) if t[0].isdigit() else stem(t) for t in toks}
+        self.words = set(toks)
+        self.numbers = numbers(text)
+        self.sizes = {t.upper() for t in toks if t.upper() in SIZES}
+        self.negated = any(t in NEGATIONS or t.endswith("n't") for t in toks)
+        self.first_person = bool(self.words & FIRST_PERSON)
+
+
+def check_claim(claim: str, context: str | _Context) -> Support:
+    """The CLAIM_SUPPORT rule for one claim.
+
+    Supported when the context contains (a) every number of the claim, (b) every size and
+    capitalised name, (c) every evaluative word (an opinion it does not share is not
+    supported), (d) a first-person pronoun if the claim speaks about "I" (reporting frames
+    like "I found that" aside), (e) a negation if the claim is negated, and (f) at least
+    ``SUPPORT_THRESHOLD`` of the claim's distinct content words (stemmed).
+
+    >>> check_claim("The coat costs €129.", "Wool coat: costs 129.00 EUR").supported
+    True
+    >>> s = check_claim("The coat costs €139.", "Wool coat: costs 129.00 EUR")
+    >>> s.supported, s.missing_numbers
+    (False, ('139',))
+    >>> check_claim("Raw denim stretches with wear", "Raw denim stretches as you wear it."
+    ...             ).supported
+    True
+    >>> check_claim("Raw denim never shrinks", "Raw denim shrinks in hot water.").supported
+    False
+    >>> check_claim("I love raw denim", "Raw denim shrinks in hot water.").first_person
+    True
+    >>> check_claim("I found that raw denim shrinks", "Raw denim shrinks.").supported
+    True
+    """
+    ctx = context if isinstance(context, _Context) else _Context(context)
+    checked = _REPORTING.sub(" ", claim)
+    toks = tokens(checked)
+    missing_numbers = tuple(sorted(numbers(checked) - ctx.numbers))
+    missing_sizes = tuple(sorted(s for s in sizes(checked) if s not in ctx.sizes))
+    missing_names = tuple(sorted(n for n in names(checked) if n not in ctx.stems))
+    missing_opinions = tuple(sorted({t for t in toks if t in OPINION and stem(t) not in ctx.stems}))
+    first_person = any(t in FIRST_PERSON for t in toks) and not ctx.first_person
+    negation_mismatch = any(t in NEGATIONS or t.endswith("n't") for t in toks) and not ctx.negated
+    total = covered = 0
+    missing_words: list[str] = []
+    seen: set[str] = set()
+    for t in toks:
+        if not is_content(t):
+            continue
+        key = _number_key(t) if t[0].isdigit() else stem(t)
+        if key in seen:
+            continue
+        seen.add(key)
+        total += 1
+        if key in ctx.stems or key in ctx.numbers or (
+                t in NUMBER_WORDS and _number_key(str(NUMBER_WORDS[t])) in ctx.numbers):
+            covered += 1
+        elif not t[0].isdigit():  # missing numbers are reported as numbers
+            missing_words.append(t)
+    coverage = covered / total if total else 1.0
+    supported = (coverage >= SUPPORT_THRESHOLD and not missing_numbers and not missing_sizes
+                 and not missing_names and not missing_opinions and not first_person
+                 and not negation_mismatch)
+    return Support(supported, round(coverage, 4), tuple(missing_words),
+                   missing_numbers, missing_sizes, missing_names, missing_opinions,
+                   first_person, negation_mismatch)
+
+
+def verify_claims(context: str, claims: Sequence[str]) -> ClaimSupportOutput:
+    """CLAIM_SUPPORT: one verdict per claim, in order.
+
+    >>> out = verify_claims("The Slim Chino costs €49.90; 4 left in size M.",
+    ...                     ["The Slim Chino costs €49.90", "in size M", "It costs €59."])
+    >>> [v.supported for v in out.verdicts]
+    [True, True, False]
+    """
+    ctx = _Context(context)
+    verdicts = []
+    for claim in claims:
+        s = check_claim(claim, ctx)
+        verdicts.append(ClaimVerdict(claim=claim, supported=s.supported, reason=s.reason()))
+    return ClaimSupportOutput(verdicts=verdicts)
+
+
+# == questions (answer relevancy) =============================================================
+
+
+def pseudo_questions(answer: str, n: int) -> QuestionsOutput:
+    """QUESTIONS, offline: up to ``n`` pseudo-questions made from the answer's most
+    informative statements ("Is it true that <statement>?"), in answer order.
+
+    A lexical judge cannot write the questions an answer answers; a statement turned into a
+    question keeps exactly the words a real question's embedding would share with it. Every
+    question carries the answer's noncommittal flag (:func:`answer_is_noncommittal`).
+
+    >>> out = pseudo_questions("The Alba coat is grey boiled wool. Hope this helps!", 3)
+    >>> [(q.question, q.noncommittal) for q in out.questions]
+    [('Is it true that the Alba coat is grey boiled wool?', False)]
+    >>> pseudo_questions("Yes: it is wool.", 1).questions[0].question
+    'Is it true that it is wool?'
+    >>> pseudo_questions("I'm not sure, sorry.", 2).questions[0].noncommittal
+    True
+    """
+    pool = statements(answer) or sentences(answer) or [normalise(answer)]
+    ranked = sorted(range(len(pool)), key=lambda i: (-len(set(content_stems(pool[i]))), i))
+    flag = answer_is_noncommittal(answer)
+    return QuestionsOutput(questions=[
+        GeneratedQuestion(question=_as_question(pool[i]), noncommittal=flag)
+        for i in sorted(ranked[:n])])
+
+
+def answer_is_noncommittal(answer: str) -> bool:
+    """The answer-level noncommittal flag: a noncommittal phrase in the first sentence or in
+    more than half of the sentences, or an answer without any statement.
+
+    >>> answer_is_noncommittal("It depends on the fit. Slim fits run small.")
+    True
+    >>> answer_is_noncommittal("Slim fits run small. Regular fits do not; I'm not sure why.")
+    False
+    >>> answer_is_noncommittal("Hello!")
+    True
+    """
+    sents = sentences(answer)
+    if not statements(answer):
+        return True
+    flagged = [is_noncommittal(s) for s in sents]
+    return flagged[0] or 2 * sum(flagged) > len(flagged)
+
+
+_INTERJECTION = re.compile(r"^(?:(?:yes|yeah|yep|no|nope|sure|well|oh|ok|okay|so)\b[\s,:;.!-]*)+",
+                           re.IGNORECASE)
+
+
+def _as_question(statement: str) -> str:
+    body = _INTERJECTION.sub("", statement.strip()).rstrip(".!?;:,").strip()
+    if not body:
+        return "?"
+    first = body.split()[0]
+    if not (len(first) > 1 and (first.isupper() or any(c.isupper() for c in first[1:]))):
+        body = body[0].lower() + body[1:]
+    return f"Is it true that {body}?"
+
+
+# == chunk usefulness =========================================================================
+
+OVERLAP_THRESHOLD = 0.5
+"""Share of the answer's distinct content words a chunk must contain to be useful on its own."""
+
+
+def judge_chunks(question: str, answer: str, chunks: Sequence[str]) -> ChunkUsefulnessOutput:
+    """CHUNK_USEFULNESS: a chunk is useful when it supports at least one of the answer's
+    claims with at least two content words (the CLAIM_SUPPORT rule with the chunk as
+    context), or contains at least ``OVERLAP_THRESHOLD`` of the answer's content words.
+
+    >>> out = judge_chunks("How much is the chino?", "The Slim Chino costs €49.90.",
+    ...                    ["Slim Chino, navy, €49.90", "Wash raw denim rarely."])
+    >>> [v.useful for v in out.verdicts]
+    [True, False]
+    """
+    claims = [c for c in split_claims(question, answer) if _content_count(c) >= 2]
+    answer_keys = set(content_stems(answer))
+    verdicts = []
+    for chunk in chunks:
+        ctx = _Context(chunk)
+        supported = next((c for c in claims if check_claim(c, ctx).supported), None)
+        overlap = (sum(1 for k in answer_keys if k in ctx.stems) / len(answer_keys)
+                   if answer_keys else 0.0)
+        if supported is not None:
+            verdicts.append(ChunkVerdict(useful=True, reason=f"Supports the claim "
+                                         f"\"{_short(supported)}\"."))
+        elif overlap >= OVERLAP_THRESHOLD:
+            verdicts.append(ChunkVerdict(useful=True, reason=f"Contains {overlap:.0%} of the "
+                                         f"answer's content words."))
+        else:
+            verdicts.append(ChunkVerdict(useful=False, reason=f"Supports no claim of the "
+                                         f"answer and contains only {overlap:.0%} of its "
+                                         f"content words."))
+    return ChunkUsefulnessOutput(verdicts=verdicts)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# == embeddings ===============================================================================
+
+
+def features(text: str) -> dict[str, float]:
+    """Hashed features of a text: content stems (1.0), adjacent content-stem bigrams (0.5) and
+    character trigrams of content words (0.2); stopwords only when nothing else is left, and a
+    constant feature for an empty text.
+
+    >>> sorted(features("Wool coats")) [:4]
+    ['b:wool coat', 'c:#co', 'c:#wo', 'c:at#']
+    >>> features("")
+    {'<empty>': 1.0}
+    """
+    stems = content_stems(text)
+    if not stems:
+        stems = [stem(t) for t in tokens(text)]
+    if not stems:
+        return {"<empty>": 1.0}
+    out: dict[str, float] = {}
+    for s in stems:
+        out[f"w:{s}"] = out.get(f"w:{s}", 0.0) + 1.0
+        padded = f"#{s}#"
+        for i in range(len(padded) - 2):
+            key = f"c:{padded[i:i + 3]}"
+            out[key] = out.get(key, 0.0) + 0.2
+    for a, b in zip(stems, stems[1:], strict=False):
+        out[f"b:{a} {b}"] = out.get(f"b:{a} {b}", 0.0) + 0.5
+    return out
+
+
+def _slot(feature: str) -> tuple[int, float]:
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    return value % EMBED_DIM, (1.0 if (value >> 63) & 1 else -1.0)
+
+
+def embed_texts(texts: Iterable[str]) -> np.ndarray:
+    """Signed feature-hashing embeddings, one L2-normalised row per text; the same on every
+    machine and in every process (blake2b, not Python's salted ``hash``).
+
+    >>> v = embed_texts(["wool coat", "wool coats", "raw denim jeans"])
+    >>> v.shape, bool(np.allclose(np.linalg.norm(v, axis=1), 1.0))
+    ((3, 512), True)
+    >>> bool(v[0] @ v[1] > 0.99 and v[0] @ v[2] < 0.3)
+    True
+    """
+    texts = list(texts)
+    out = np.zeros((len(texts), EMBED_DIM), dtype=float)
+    for row, text in enumerate(texts):
+        for feature, weight in features(text).items():
+            i, sign = _slot(feature)
+            out[row, i] += sign * weight
+        norm = float(np.linalg.norm(out[row]))
+        if norm == 0.0:  # every feature cancelled out (astronomically rare)
+            i, sign = _slot("<empty>")
+            out[row, i] = sign
+            norm = 1.0
+        out[row] /= norm
+    return out
+
+
+# == the entry point and the backend ==========================================================
+
+
+def answer(task: JudgmentTask, inputs: BaseModel) -> BaseModel:
+    """Answer a judgment task with the heuristic rules: a pure function of task and inputs.
+
+    Raises :class:`HeuristicCannotJudge` for SQL equivalence, ``ValueError`` for an unknown
+    task. An OpenAI-compatible fake server in the tests calls this to answer like a model.
+
+    >>> answer(CLAIMS, ClaimsInput(question="Price?", answer="It costs €49.90. Thanks!"))
+    ClaimsOutput(claims=['It costs €49.90.'])
+    """
+    inputs = task.input.model_validate(inputs.model_dump()) \
+        if not isinstance(inputs, task.input) else inputs
+    if task.id == CLAIMS.id:
+        assert isinstance(inputs, ClaimsInput)
+        return ClaimsOutput(claims=split_claims(inputs.question, inputs.answer))
+    if task.id == CLAIM_SUPPORT.id:
+        assert isinstance(inputs, ClaimSupportInput)
+        return verify_claims(inputs.context, inputs.claims)
+    if task.id == QUESTIONS.id:
+        assert isinstance(inputs, QuestionsInput)
+        return pseudo_questions(inputs.answer, inputs.n)
+    if task.id == CHUNK_USEFULNESS.id:
+        assert isinstance(inputs, ChunkUsefulnessInput)
+        return judge_chunks(inputs.question, inputs.answer, inputs.chunks)
+    if task.id == SQL_EQUIVALENCE.id:
+        raise HeuristicCannotJudge(SQL_REFUSAL)
+    raise ValueError(f"the heuristic judge does not know the task {task.id!r}")
+
+
+class HeuristicJudge(Judge):
+    """The default, offline judge: deterministic lexical rules, no model, no network."""
+
+    backend = "heuristic"
+    is_llm = False
+    cacheable = False
+
+    @property
+    def model(self) -> str | None:
+        return MODEL
+
+    @property
+    def embedding_model(self) -> str | None:
+        return EMBEDDING_MODEL
+
+    def label(self) -> str:
+        return "heuristic (offline, deterministic; not an LLM)"
+
+    async def complete(self, task: JudgmentTask, inputs: BaseModel, key: str) -> Judgment:
+        base = {"task": task.id, "rubric_version": task.version, "backend": self.backend,
+                "model": self.model, "key": key, "raw": None, "requests": 0}
+        try:
+            return Judgment(**base, output=answer(task, inputs))
+        except HeuristicCannotJudge as exc:
+            return Judgment(**base, error=str(exc))
+        except Exception as exc:  # a judgment is an output or an error, never an exception
+            return Judgment(**base, error=f"heuristic judge failed: {type(exc).__name__}: "
+                                          f"{exc}")
+
+    async def embed(self, texts: list[str]) -> Embeddings:
+        try:
+            vectors = embed_texts(texts)
+        except Exception as exc:
+            return Embeddings(None, error=f"heuristic embedding failed: {exc}",
+                              backend=self.backend, model=self.embedding_model)
+        return Embeddings(vectors, backend=self.backend, model=self.embedding_model)

@@ -1,0 +1,214 @@
+"""Judgment tasks: the unit of judging, each a versioned rubric with pydantic input and output.
+
+A rubric's text is the instruction an LLM judge receives; its id and version are stored with
+every judgment (and are part of the cache key), so changing a rubric's meaning means bumping its
+version. The heuristic backend implements the same tasks without a model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+I = TypeVar("I", bound=BaseModel)  # noqa: E741
+O = TypeVar("O", bound=BaseModel)  # noqa: E741
+
+
+class _IO(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+@dataclass(frozen=True)
+class JudgmentTask(Generic[I, O]):
+    """A judgment task: rubric id, version and text, and its input and output models."""
+
+    id: str
+    version: str
+    rubric: str
+    input: type[I]
+    output: type[O]
+
+    def messages(self, inputs: I) -> list[dict[str, str]]:
+        """Chat messages for an LLM judge: the rubric, then the inputs as JSON."""
+        schema = json.dumps(self.output.model_json_schema())
+        return [
+            {"role": "system", "content": f"{self.rubric}\n\nAnswer with one JSON object that "
+                                          f"matches this JSON Schema:\n{schema}"},
+            {"role": "user", "content": inputs.model_dump_json(indent=1)},
+        ]
+
+
+# -- split an answer into claims -------------------------------------------------------------
+
+
+class ClaimsInput(_IO):
+    question: str
+    """The question the answer responds to (resolves pronouns)."""
+    answer: str
+    """The text to split into claims."""
+
+
+class ClaimsOutput(_IO):
+    claims: list[str]
+    """Standalone, atomic factual statements; no pronouns that need the answer to resolve."""
+
+
+CLAIMS = JudgmentTask(
+    id="claims", version="1", input=ClaimsInput, output=ClaimsOutput,
+    rubric=(
+        "You split an answer into claims. A claim is one standalone, atomic factual statement "
+        "made by the answer: replace pronouns with what they refer to (use the question for "
+        "context), keep numbers, units, names and sizes exactly as written, and do not add "
+        "anything the answer does not say. Greetings, offers of help and questions are not "
+        "claims. Return the claims in the order the answer makes them; an answer that makes no "
+        "claim gives an empty list."),
+)
+
+
+# -- verify a batch of claims against a context ----------------------------------------------
+
+
+class ClaimSupportInput(_IO):
+    context: str
+    """Everything the claims may be checked against (chunks, SQL rows rendered as text)."""
+    claims: list[str]
+    """The claims to verify, in order."""
+
+
+class ClaimVerdict(_IO):
+    claim: str
+    """The claim, copied."""
+    supported: bool
+    """True when the context states or directly implies the claim."""
+    reason: str
+    """One sentence: the supporting passage, or what is missing or contradicted."""
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    """Optional: the judge's probability that the claim is supported. When given, scores use
+    it instead of the 0/1 verdict (an expected count of supported claims)."""
+
+
+class ClaimSupportOutput(_IO):
+    verdicts: list[ClaimVerdict]
+    """One verdict per claim, in the order given."""
+
+
+CLAIM_SUPPORT = JudgmentTask(
+    id="claim_support", version="1", input=ClaimSupportInput, output=ClaimSupportOutput,
+    rubric=(
+        "You check claims against a context. For each claim, in order, decide whether the "
+        "context supports it: supported means the context states it or it follows directly "
+        "from what the context states. A claim with any detail the context does not give — a "
+        "different number, price, size, name or a fact that is simply absent — is not "
+        "supported. Use only the context, never your own knowledge. Give one verdict per claim "
+        "with a one-sentence reason."),
+)
+
+
+# -- generate the questions an answer answers ------------------------------------------------
+
+
+class QuestionsInput(_IO):
+    answer: str
+    """The answer to reverse-engineer questions from."""
+    n: int = Field(ge=1, le=10)
+    """How many questions to write."""
+
+
+class GeneratedQuestion(_IO):
+    question: str
+    """A question this answer would be a good answer to."""
+    noncommittal: bool
+    """True when the answer is evasive or vague (e.g. "I don't know", "it depends")."""
+
+
+class QuestionsOutput(_IO):
+    questions: list[GeneratedQuestion]
+    """At most ``n`` questions (an LLM is asked for exactly ``n``)."""
+
+
+QUESTIONS = JudgmentTask(
+    id="answer_questions", version="1", input=QuestionsInput, output=QuestionsOutput,
+    rubric=(
+        "You read an answer and write n different questions that it answers well, each as a "
+        "user of an online fashion shop would ask it. For each, say whether the answer is "
+        "noncommittal: evasive, vague or refusing (\"I don't know\", \"it depends\", \"I "
+        "couldn't find anything\"). A specific answer is not noncommittal."),
+)
+
+
+# -- judge whether each chunk helped produce an answer ---------------------------------------
+
+
+class ChunkUsefulnessInput(_IO):
+    question: str
+    """The user's question."""
+    answer: str
+    """The answer the chunks are judged against (a reference answer when there is one)."""
+    chunks: list[str]
+    """The retrieved chunks, in rank order."""
+
+
+class ChunkVerdict(_IO):
+    useful: bool
+    """True when the chunk contributed information used in the answer."""
+    reason: str
+    """One sentence."""
+
+
+class ChunkUsefulnessOutput(_IO):
+    verdicts: list[ChunkVerdict]
+    """One verdict per chunk, in the order given."""
+
+
+CHUNK_USEFULNESS = JudgmentTask(
+    id="chunk_usefulness", version="1", input=ChunkUsefulnessInput,
+    output=ChunkUsefulnessOutput,
+    rubric=(
+        "You judge retrieved chunks. For each chunk, in order, decide whether it was useful to "
+        "arrive at the given answer to the question: useful means the chunk contains "
+        "information that the answer uses or that directly supports it. A chunk on the same "
+        "topic that contributes nothing to this answer is not useful. One verdict per chunk "
+        "with a one-sentence reason."),
+)
+
+
+# -- judge two SQL queries' equivalence ------------------------------------------------------
+
+
+class SQLEquivalenceInput(_IO):
+    schema_sql: str
+    """The database schema (CREATE TABLE statements)."""
+    dialect: str
+    """SQL dialect of both queries."""
+    gold: str
+    """The reference query."""
+    predicted: str
+    """The query to judge."""
+
+
+class SQLEquivalenceOutput(_IO):
+    equivalent: bool
+    """True when the two queries return the same result on every database with this schema."""
+    reason: str
+    """Why; for non-equivalent queries, a kind of data on which the results differ."""
+
+
+SQL_EQUIVALENCE = JudgmentTask(
+    id="sql_equivalence", version="1", input=SQLEquivalenceInput, output=SQLEquivalenceOutput,
+    rubric=(
+        "You decide whether two SQL queries are semantically equivalent: whether they return "
+        "the same rows (as a multiset, and in the same order when the reference query orders "
+        "its rows) on EVERY possible database with the given schema, including databases with "
+        "NULLs, duplicates, ties and empty tables. Column names and aliases do not matter; "
+        "column order does not matter. Be strict: if you can describe data on which the results "
+        "differ, they are not equivalent — say what data."),
+)
+
+
+TASKS: dict[str, JudgmentTask] = {
+    t.id: t for t in (CLAIMS, CLAIM_SUPPORT, QUESTIONS, CHUNK_USEFULNESS, SQL_EQUIVALENCE)
+}
+"""Every built-in task by id."""

@@ -1,0 +1,1 @@
+"""Test helpers shipped with evalharness (a fake OpenAI-compatible server)."""

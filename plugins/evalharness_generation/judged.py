@@ -1,0 +1,253 @@
+"""Judged generator metrics: faithfulness, answer relevancy, answer correctness.
+
+Each works on a whole batch, so the judge answers every case's request concurrently:
+faithfulness makes 2 chat requests per case (claims, then one verification of all claims),
+answer relevancy 1 chat request and 1 embeddings request, answer correctness 4 chat requests
+(claims of the answer — shared with faithfulness through the cache — claims of the reference,
+and a verification each way). Every value stores the judgments that produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalharness import MetricValue
+from evalharness.judge import (
+    CLAIM_SUPPORT,
+    CLAIMS,
+    QUESTIONS,
+    ClaimsInput,
+    ClaimSupportInput,
+    Judgment,
+    QuestionsInput,
+)
+from evalharness_generation.sources import generator_sources
+
+Rows = list[dict[str, MetricValue]]
+
+
+def _judge_identity(judge) -> dict:
+    return {"backend": judge.backend, "model": judge.model}
+
+
+def _claims(judge, pairs: Sequence[tuple[str, str]], metric: str) -> list[Judgment]:
+    return judge.run_many(CLAIMS, [ClaimsInput(question=q, answer=a) for q, a in pairs],
+                          metric=metric)
+
+
+def _verify(judge, pairs: Sequence[tuple[str, list[str]]], metric: str) -> list[Judgment]:
+    return judge.run_many(CLAIM_SUPPORT, [ClaimSupportInput(context=c, claims=cl)
+                                          for c, cl in pairs], metric=metric)
+
+
+def _support(verdict_judgment: Judgment, claims: list[str]) -> list[float] | str:
+    """Per-claim support in [0, 1] — the judge's confidence when it gives one, else its 0/1
+    verdict — or the reason the verification is unusable."""
+    if verdict_judgment.output is None:
+        return f"the judge failed to verify the claims: {verdict_judgment.error}"
+    verdicts = verdict_judgment.output.verdicts
+    if len(verdicts) != len(claims):
+        return (f"the judge returned {len(verdicts)} verdicts for {len(claims)} claims")
+    return [v.confidence if v.confidence is not None else float(v.supported) for v in verdicts]
+
+
+def _unsupported(verdict_judgment: Judgment, claims: list[str]) -> list[str]:
+    return [c for c, v in zip(claims, verdict_judgment.output.verdicts, strict=True)
+            if not v.supported]
+
+
+# -- faithfulness ----------------------------------------------------------------------------
+
+
+class FaithfulnessSettings(BaseModel):
+    """Settings of the ``faithfulness`` evaluator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def faithfulness(batch, context) -> Rows:
+    """Supported claims over all claims, against everything the generator was given."""
+    judge = context.judge
+    rows: list[dict | None] = [None] * len(batch)
+    todo = []
+    for i, (case, step) in enumerate(batch):
+        answer = (step.answer or "").strip()
+        sources = generator_sources(case, step, context)
+        if not answer:
+            rows[i] = {"faithfulness": MetricValue.failed("the answer is empty")}
+        elif not sources:
+            rows[i] = {"faithfulness": MetricValue.failed(
+                "the generator was given no context (no contexts, SQL rows or chunks)")}
+        else:
+            todo.append((i, case.question, answer, "\n\n".join(sources)))
+    claim_j = _claims(judge, [(q, a) for _, q, a, _ in todo], "faithfulness")
+    verify = []
+    for (i, _, _, ctx), cj in zip(todo, claim_j, strict=True):
+        if cj.output is None:
+            rows[i] = {"faithfulness": MetricValue.failed(
+                f"the judge failed to split the answer into claims: {cj.error}",
+                judge=_judge_identity(judge), judgments=[cj.record()])}
+        elif not cj.output.claims:
+            rows[i] = {"faithfulness": MetricValue.failed(
+                "the answer makes no claim to verify", judge=_judge_identity(judge),
+                judgments=[cj.record()])}
+        else:
+            verify.append((i, ctx, cj))
+    verdicts = _verify(judge, [(ctx, cj.output.claims) for _, ctx, cj in verify], "faithfulness")
+    for (i, _, cj), vj in zip(verify, verdicts, strict=True):
+        claims = cj.output.claims
+        support = _support(vj, claims)
+        records = [cj.record(), vj.record()]
+        if isinstance(support, str):
+            rows[i] = {"faithfulness": MetricValue.failed(
+                support, judge=_judge_identity(judge), judgments=records)}
+            continue
+        unsupported = _unsupported(vj, claims)
+        rows[i] = {"faithfulness": MetricValue.of(
+            sum(support) / len(claims), claims=len(claims),
+            supported=len(claims) - len(unsupported), unsupported_claims=unsupported,
+            judge=_judge_identity(judge), judgments=records)}
+    return rows
+
+
+# -- answer relevancy ------------------------------------------------------------------------
+
+
+class RelevancySettings(BaseModel):
+    """Settings of the ``answer_relevancy`` evaluator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(default=3, ge=1, le=10)
+    """How many questions the judge writes from the answer."""
+
+    noncommittal: Literal["strict", "proportional"] = "strict"
+    """``strict``: any noncommittal question makes the score 0; ``proportional``: the score is
+    multiplied by the share of committal questions."""
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of ``b`` with vector ``a``.
+
+    >>> cosine(np.array([1.0, 0.0]), np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])).round(3)
+    array([1.   , 0.   , 0.707])
+    """
+    na = np.linalg.norm(a)
+    nb = np.linalg.norm(b, axis=1)
+    denom = np.where((na * nb) > 0, na * nb, 1.0)
+    return (b @ a) / denom
+
+
+def answer_relevancy(batch, settings: RelevancySettings, context) -> Rows:
+    """Mean cosine similarity between the question and questions generated from the answer."""
+    judge = context.judge
+    rows: list[dict | None] = [None] * len(batch)
+    todo = []
+    for i, (case, step) in enumerate(batch):
+        answer = (step.answer or "").strip()
+        if not answer:
+            rows[i] = {"answer_relevancy": MetricValue.of(0.0, reason="the answer is empty")}
+        else:
+            todo.append((i, case.question, answer))
+    generated = judge.run_many(QUESTIONS, [QuestionsInput(answer=a, n=settings.n)
+                                           for _, _, a in todo], metric="answer_relevancy")
+    embed = []
+    for (i, question, _), gj in zip(todo, generated, strict=True):
+        if gj.output is None or not gj.output.questions:
+            reason = gj.error or "the judge wrote no question"
+            rows[i] = {"answer_relevancy": MetricValue.failed(
+                f"the judge failed to write questions from the answer: {reason}",
+                judge=_judge_identity(judge), judgments=[gj.record()])}
+        else:
+            embed.append((i, question, gj))
+    vectors = judge.embed_many([[q, *(g.question for g in gj.output.questions)]
+                                for _, q, gj in embed], metric="answer_relevancy")
+    for (i, _, gj), emb in zip(embed, vectors, strict=True):
+        records = [gj.record(), emb.record()]
+        questions = gj.output.questions
+        if emb.vectors is None:
+            rows[i] = {"answer_relevancy": MetricValue.failed(
+                f"embedding the questions failed: {emb.error}", judge=_judge_identity(judge),
+                judgments=records)}
+            continue
+        sims = cosine(emb.vectors[0], emb.vectors[1:])
+        committal = [not g.noncommittal for g in questions]
+        mean = float(np.clip(sims, -1.0, 1.0).mean())
+        if settings.noncommittal == "strict":
+            value = mean if all(committal) else 0.0
+        else:
+            value = mean * sum(committal) / len(committal)
+        rows[i] = {"answer_relevancy": MetricValue.of(
+            value, questions=[g.question for g in questions],
+            similarities=[round(float(s), 6) for s in sims],
+            noncommittal=[g.noncommittal for g in questions],
+            judge=_judge_identity(judge) | {"embedding_model": judge.embedding_model},
+            judgments=records)}
+    return rows
+
+
+# -- answer correctness ----------------------------------------------------------------------
+
+CORRECTNESS = ["correctness_precision", "correctness_recall", "correctness_f1"]
+
+
+def answer_correctness(batch, context) -> Rows:
+    """Claim-level precision, recall and F1 of the answer against the reference answer."""
+    judge = context.judge
+    rows: list[dict | None] = [None] * len(batch)
+    todo = []
+    for i, (case, step) in enumerate(batch):
+        answer = (step.answer or "").strip()
+        if not case.gold.answer:
+            reason = "the case has no reference answer (gold.answer)"
+            rows[i] = {m: MetricValue.failed(reason) for m in CORRECTNESS}
+        elif not answer:
+            rows[i] = {m: MetricValue.of(0.0, reason="the answer is empty") for m in CORRECTNESS}
+        else:
+            todo.append((i, case.question, answer, case.gold.answer))
+    claim_j = _claims(judge, [(q, a) for _, q, a, _ in todo] + [(q, r) for _, q, _, r in todo],
+                      "correctness")
+    answer_claims, reference_claims = claim_j[:len(todo)], claim_j[len(todo):]
+    verify, checks = [], []
+    for k, (i, _, answer, reference) in enumerate(todo):
+        aj, rj = answer_claims[k], reference_claims[k]
+        bad = next((j for j in (aj, rj) if j.output is None), None)
+        if bad is not None:
+            reason = f"the judge failed to split a text into claims: {bad.error}"
+            rows[i] = {m: MetricValue.failed(reason, judgments=[aj.record(), rj.record()])
+                       for m in CORRECTNESS}
+        elif not aj.output.claims or not rj.output.claims:
+            which = "answer" if not aj.output.claims else "reference answer"
+            rows[i] = {m: MetricValue.failed(f"the {which} makes no claim to compare",
+                                             judgments=[aj.record(), rj.record()])
+                       for m in CORRECTNESS}
+        else:
+            checks.append((i, aj, rj))
+            verify += [(reference, aj.output.claims), (answer, rj.output.claims)]
+    verdicts = _verify(judge, verify, "correctness")
+    for n, (i, aj, rj) in enumerate(checks):
+        pj, rcj = verdicts[2 * n], verdicts[2 * n + 1]
+        records = [aj.record(), rj.record(), pj.record(), rcj.record()]
+        precise = _support(pj, aj.output.claims)
+        covered = _support(rcj, rj.output.claims)
+        problem = next((x for x in (precise, covered) if isinstance(x, str)), None)
+        if problem is not None:
+            rows[i] = {m: MetricValue.failed(problem, judgments=records) for m in CORRECTNESS}
+            continue
+        p = sum(precise) / len(precise)
+        r = sum(covered) / len(covered)
+        f1 = 2 * p * r / (p + r) if p + r else 0.0
+        details = {"judge": _judge_identity(judge)}
+        rows[i] = {
+            "correctness_precision": MetricValue.of(
+                p, unsupported_answer_claims=_unsupported(pj, aj.output.claims),
+                **details, judgments=records),
+            "correctness_recall": MetricValue.of(
+                r, missed_reference_claims=_unsupported(rcj, rj.output.claims), **details),
+            "correctness_f1": MetricValue.of(f1, **details),
+        }
+    return rows
