@@ -9,7 +9,6 @@ from evalharness.context import Chunk, EvalContext
 from evalharness.judge import (
     CLAIM_SUPPORT,
     CLAIMS,
-    QUESTIONS,
     ClaimsOutput,
     ClaimSupportOutput,
     QuestionsOutput,
