@@ -163,3 +163,22 @@ def test_numeric_consistency_through_the_hook():
     batch = [(case(question="price?"), GeneratorStep(answer="It costs 129.", contexts=["129.00"]))]
     (row,) = evaluate_generator("numeric_consistency", batch, None, EvalContext())
     assert row["numeric_consistency"].value == 1.0
+
+
+def test_faithfulness_uses_the_judges_confidence_when_given():
+    class Confident(ScriptedJudge):
+        async def complete(self, task, inputs, key):
+            judgment = await super().complete(task, inputs, key)
+            if task is CLAIM_SUPPORT:
+                for verdict, p in zip(judgment.output.verdicts, (0.9, 0.2), strict=True):
+                    verdict.confidence = p
+                    verdict.supported = p >= 0.5
+            return judgment
+
+    judge = Confident(claims={"ans": ["c1", "c2"]})
+    (row,) = evaluate_generator("faithfulness", [(case(), GeneratorStep(answer="ans",
+                                                                      contexts=["x"]))],
+                                None, EvalContext(judge=judge))
+    v = row["faithfulness"]
+    assert v.value == pytest.approx(0.55) and v.details["unsupported_claims"] == ["c2"]
+    assert v.details["supported"] == 1
