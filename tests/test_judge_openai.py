@@ -242,3 +242,28 @@ def test_cache_options_through_the_cli(server, tmp_path):
     assert run_cli("scenario", scenario, "--out", tmp_path / "c", "-q", "--no-cache",
                    env=env).code == 0
     assert sum(server.counts.values()) == sent + 2 * refreshed, "--no-cache reads nothing"
+
+
+def test_shop_scenario_with_the_openai_backend_gives_the_offline_numbers(server, tmp_path):
+    """The shop scenario, judged through the openai backend against the fake server."""
+    from conftest import SHOP
+
+    text = SHOP.read_text()
+    text = text.replace("shop/", f"{SHOP.parent}/shop/")
+    assert "backend: heuristic" in text
+    text = text.replace("backend: heuristic", f"backend: openai\n  model: fake-judge\n"
+                        f"  base_url: {server.base_url}\n  cache: {tmp_path / 'c.sqlite'}")
+    scenario = write(tmp_path / "shop-openai.yaml", text)
+    res = run_cli("scenario", scenario, "--out", tmp_path / "online", "-q",
+                  env={"OPENAI_API_KEY": SECRET})
+    assert res.code == 0, res
+    offline = run_cli("scenario", SHOP, "--out", tmp_path / "offline", "-q")
+    assert offline.code == 0, offline
+    online = json.loads((tmp_path / "online" / "report.json").read_text())
+    local = json.loads((tmp_path / "offline" / "report.json").read_text())
+    for metric in ("faithfulness", "answer_relevancy", "correctness_f1"):
+        a = online["components"]["generator"]["metrics"][metric]
+        b = local["components"]["generator"]["metrics"][metric]
+        assert a["mean"] == pytest.approx(b["mean"]) and a["n"] == b["n"] > 0, metric
+    assert online["judge"]["usage"]["requests"] == sum(server.counts.values()) > 0
+    assert online["judge"]["usage"]["errors"] == 0
