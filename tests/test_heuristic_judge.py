@@ -57,12 +57,23 @@ def test_claims_drop_greetings_questions_and_offers_of_help():
     assert claims == ["The Alba Knit coat costs €179.00."]
 
 
-def test_claims_split_clauses_and_keep_numbers_units_and_names_verbatim():
+def test_claims_are_sentences_with_numbers_units_and_names_verbatim():
     claims = H.split_claims("", "The Hollis & Reed Slim Chino costs €49.90; there are 4 "
-                                "in size M, and it is 98% cotton.")
-    assert claims == ["The Hollis & Reed Slim Chino costs €49.90", "there are 4",
-                      "in size M", "and it is 98% cotton."]
+                                "in size M, and it is 98% cotton. It is navy.")
+    assert claims == ["The Hollis & Reed Slim Chino costs €49.90; there are 4 in size M, and "
+                      "it is 98% cotton.", "It is navy."]
     assert "9,000 years ago" in H.split_claims("", "Corn was domesticated 9,000 years ago.")[0]
+
+
+def test_fragments_split_clauses_and_adjuncts():
+    assert H.fragments("The Hollis & Reed Slim Chino costs €49.90; there are 4 in size M, and "
+                       "it is 98% cotton.") == [
+        "The Hollis & Reed Slim Chino costs €49.90", "there are 4", "in size M",
+        "and it is 98% cotton."]
+
+
+def test_detached_clitics_are_reattached():
+    assert H.tokens("it 's wool , is n't it") == H.tokens("it's wool, isn't it")
 
 
 def test_claims_without_content_are_dropped():
@@ -107,6 +118,37 @@ def test_unsupported_claims_say_what_is_missing(claim, missing):
     assert not verdict.supported
     assert missing in verdict.reason
     assert verdict.claim == claim
+
+
+def test_confidence_is_a_probability_that_decides_the_verdict():
+    claims = ["The Slim Chino costs €49.90", "The Slim Chino costs €59.90",
+              "Raw denim stretches in the waist", "I think raw denim is the best, honestly",
+              "Linen wrinkles easily"]
+    for v in H.verify_claims(CONTEXT, claims).verdicts:
+        assert v.confidence is not None and 0.0 <= v.confidence <= 1.0
+        assert v.supported == (v.confidence >= 0.5)
+        assert f"confidence {v.confidence:.2f}" in v.reason
+
+
+def test_confidence_falls_as_a_claim_departs_from_the_context():
+    def confidence(claim):
+        return H.verify_claims(CONTEXT, [claim]).verdicts[0].confidence
+    copied = confidence("Raw denim made from 100% cotton stretches with wear")
+    one_new_word = confidence("Raw denim made from 100% cotton stretches with heavy wear")
+    wrong_number = confidence("Raw denim made from 80% cotton stretches with wear")
+    unrelated = confidence("Linen shirts wrinkle easily in summer heat")
+    assert copied > one_new_word > unrelated
+    assert copied > wrong_number > unrelated
+    assert copied >= 0.8 and unrelated < 0.1
+
+
+def test_signals_are_in_the_documented_order_and_ranges():
+    signals = H.claim_signals("I love raw denim, it never shrinks", CONTEXT)
+    assert list(signals) == list(H.SIGNALS) == list(H.SUPPORT_WEIGHTS)
+    assert signals["first_person"] == 1.0 and signals["negation"] == 1.0
+    assert 0.0 <= signals["coverage"] <= 1.0 and 0.0 <= signals["novel_words"] <= 1.0
+    # structural function words are not novel even when a terse context lacks them
+    assert H.claim_signals("The chino is navy", "chino: navy")["novel_words"] == 0.0
 
 
 def test_number_normalisation():
@@ -192,7 +234,7 @@ def test_embeddings_are_the_same_in_another_process():
 
 def test_identity(judge):
     assert judge.identity() == {
-        "backend": "heuristic", "model": "heuristic-v1", "embedding_model": "hashing-512-v1",
+        "backend": "heuristic", "model": "heuristic-v2", "embedding_model": "hashing-512-v1",
         "llm": False, "label": "heuristic (offline, deterministic; not an LLM)"}
     assert judge.cacheable is False
 
@@ -204,7 +246,7 @@ def test_run_many_and_embed_many(judge):
     assert [j.output.claims for j in judgments] == [["The coat costs €179."], []]
     first = judgments[0]
     assert (first.task, first.rubric_version, first.backend, first.model) == (
-        "claims", CLAIMS.version, "heuristic", "heuristic-v1")
+        "claims", CLAIMS.version, "heuristic", "heuristic-v2")
     assert first.error is None and first.raw is None and first.requests == 0
     assert first.key == judge.key(CLAIMS, ClaimsInput(question="Price?", answer=(
         "The coat costs €179. Hope this helps!")))
@@ -290,9 +332,11 @@ def test_benchmark_quick_run_prints_both_tables():
         assert expected in text
 
 
-def test_benchmark_measures_an_openai_compatible_judge_the_same_way(monkeypatch):
+def test_benchmark_measures_an_openai_compatible_judge_the_same_way(monkeypatch, tmp_path):
     fake_openai = pytest.importorskip("evalharness.testing.fake_openai")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # a fresh judge cache: answers cached from another version of the heuristic must not count
+    monkeypatch.setenv("EVALHARNESS_CACHE_DIR", str(tmp_path))
     module = _benchmark_module()
     heuristic_lines: list[str] = []
     module.main(["--limit", "8"], out=heuristic_lines.append)
@@ -305,6 +349,39 @@ def test_benchmark_measures_an_openai_compatible_judge_the_same_way(monkeypatch)
         return [line for line in text_lines if "judge:" not in line]
     assert "judge: openai:fake" in "\n".join(lines)
     assert numbers_only(lines) == numbers_only(heuristic_lines)
+
+
+def test_benchmark_faithfulness_is_the_plugins_mean_of_confidences(judge):
+    module = _benchmark_module()
+    items = [{"question": "q", "context": CONTEXT,
+              "answer": "The Slim Chino costs €49.90. It is 80% linen. Hope this helps!"},
+             {"question": "q", "context": CONTEXT, "answer": "Hello!"}]
+    scores, binary, skipped = module.faithfulness_scores(judge, items)
+    verdicts = H.verify_claims(CONTEXT, H.split_claims("q", items[0]["answer"])).verdicts
+    assert len(verdicts) == 2
+    assert scores[0] == pytest.approx(sum(v.confidence for v in verdicts) / 2)
+    assert binary[0] == sum(v.supported for v in verdicts) / 2
+    assert (scores[1], skipped[1]) == (None, "no claims")
+
+
+def test_hard_coded_support_weights_are_the_benchmarks_fit():
+    lines: list[str] = []
+    w = _benchmark_module().fit_report(lines.append)
+    assert "n = 421" in lines[0]
+    assert w[0] == pytest.approx(H.SUPPORT_BIAS, abs=0.011)
+    assert w[1:] == pytest.approx([H.SUPPORT_WEIGHTS[k] for k in H.SIGNALS], abs=0.011)
+    for name, weight in H.FIXED_SUPPORT_WEIGHTS.items():
+        assert H.SUPPORT_WEIGHTS[name] == weight
+
+
+def test_a_wrong_number_or_name_sinks_an_otherwise_copied_claim():
+    context = "The Alba coat by Hollis & Reed costs 179 euros and is made of boiled wool."
+    copied = H.check_claim("The Alba coat costs 179 euros", context).confidence
+    wrong_number = H.check_claim("The Alba coat costs 199 euros", context)
+    wrong_name = H.check_claim("The Alba coat by Levi costs 179 euros", context)
+    assert copied > 0.8
+    assert not wrong_number.supported and wrong_number.confidence < 0.25
+    assert not wrong_name.supported and wrong_name.confidence < 0.25
 
 
 def test_benchmark_openai_backend_needs_a_model():
