@@ -36,7 +36,8 @@ def test_small_scenario_metrics_by_hand(small, tmp_path):
     assert len(lines) == 3
     assert all("trace" in json.loads(line) for line in lines)
     md = (out / "report.md").read_text()
-    assert "| retriever | recall@2 | 0.750 | 2 | 0 | ranking |" in md
+    assert "| retriever | recall@2 | 0.750 | 0.500–1.000 | 2 | 0 | ranking |" in md
+    assert report["components"]["retriever"]["metrics"]["recall@2"]["ci95"] == [0.5, 1.0]
     assert "heuristic" in md
     # The terminal table shows every component and metric.
     for word in ("router", "route_accuracy", "text2sql", "exact_match", "recall@1", "mrr"):

@@ -18,7 +18,7 @@ from evalharness import __version__
 from evalharness.errors import EvalHarnessError
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
-from evalharness.report import build_report, fmt, usage_line, write_reports
+from evalharness.report import build_report, fmt, fmt_ci, usage_line, write_reports
 from evalharness.runner import Progress, load_system, make_judge, run
 from evalharness.scenario import ScenarioFile, load_scenario
 
@@ -134,7 +134,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
     report = build_report(loaded, outcome)
     paths = write_reports(report, out_dir)
     if not quiet:
-        print_summary(report, Console())
+        print_summary(report, Console(width=None if sys.stdout.isatty() else 120))
         click.echo(f"\nwrote {out_dir / 'results.jsonl'}, {paths['json']}, {paths['md']}")
     failed = [g for g in report.gates if not g.passed]
     if failed:
@@ -145,27 +145,32 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
 
 
 def print_summary(report: Report, console: Console) -> None:
-    """The terminal table: one block per component, then gates."""
+    """The terminal tables: metrics per component, cost per component, then gates."""
     judge = report.judge.get("label") or report.judge.get("backend")
     table = Table(title=f"{report.scenario['name']} — {report.cases['evaluated']} cases, "
                         f"judge: {judge}", title_justify="left")
-    for col, kw in (("component", {}), ("metric", {}), ("mean", {"justify": "right"}),
-                    ("n", {"justify": "right"}), ("errors", {"justify": "right"}),
-                    ("p50 ms", {"justify": "right"}), ("tokens", {"justify": "right"})):
-        table.add_column(col, **kw)
+    table.add_column("component")
+    table.add_column("metric", no_wrap=True)
+    for col in ("mean", "95% CI", "n", "errors"):
+        table.add_column(col, justify="right", no_wrap=True)
     for name, comp in report.components.items():
-        first = True
         rows = list(comp.metrics.items()) or [("(no evaluator)", None)]
-        for metric, s in rows:
+        for i, (metric, s) in enumerate(rows):
             table.add_row(
-                name if first else "", metric,
-                fmt(s.mean) if s else "", str(s.n) if s else "",
-                (f"[red]{s.errors}[/red]" if s.errors else "0") if s else "",
-                fmt(comp.cost.latency_ms["p50"], 1) if first else "",
-                str(comp.cost.tokens["total"]) if first else "")
-            first = False
+                name if i == 0 else "", metric,
+                fmt(s.mean) if s else "", fmt_ci(s.ci95) if s else "", str(s.n) if s else "",
+                (f"[red]{s.errors}[/red]" if s.errors else "0") if s else "")
         table.add_section()
     console.print(table)
+    cost = Table(title="latency and tokens", title_justify="left")
+    cost.add_column("component")
+    for col in ("ran", "p50 ms", "p95 ms", "tokens", "judge requests"):
+        cost.add_column(col, justify="right", no_wrap=True)
+    for name, comp in report.components.items():
+        c = comp.cost
+        cost.add_row(name, str(c.steps), fmt(c.latency_ms["p50"], 1), fmt(c.latency_ms["p95"], 1),
+                     str(c.tokens["total"]), str(comp.judge["requests"]) if comp.judge else "—")
+    console.print(cost)
     if report.judge.get("usage"):
         console.print(f"judge: {usage_line(report.judge['usage'])}")
     if report.cases["system_errors"]:

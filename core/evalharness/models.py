@@ -306,6 +306,10 @@ class MetricSummary(_Model):
     mean: float | None
     """Mean over the computed values; ``null`` when no value was computed."""
 
+    ci95: list[float] | None = None
+    """95% percentile-bootstrap confidence interval of the mean ``[low, high]`` (2000 resamples,
+    seeded by component and metric name, so reruns reproduce it); ``null`` below 2 values."""
+
     n: int
     """Number of cases with a computed value."""
 

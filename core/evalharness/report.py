@@ -25,6 +25,7 @@ from evalharness.models import (
 from evalharness.registry import ReportSection
 from evalharness.runner import RunOutcome
 from evalharness.scenario import Scenario
+from evalharness.stats import bootstrap_ci, seed_for
 
 
 def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
@@ -47,7 +48,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                 metrics[metric] = summarise(
                     [r.components[component].metrics[metric] for r in results
                      if component in r.components and metric in r.components[component].metrics],
-                    configured.name, prices)
+                    configured.name, prices, seed=seed_for(component, metric))
         components[component] = ComponentReport(
             kind=scenario.pipeline.kind(component),
             cases={s: statuses.get(s, 0) for s in ("evaluated", "not_run", "error")},
@@ -109,15 +110,18 @@ def _sections_of(host, plugin: str, report: Report, results) -> list[dict[str, A
     return out
 
 
-def summarise(values: Sequence, evaluator: str, prices: dict | None = None) -> MetricSummary:
+def summarise(values: Sequence, evaluator: str, prices: dict | None = None, *,
+              seed: int = 0) -> MetricSummary:
     """Mean over computed values; errors counted with their most frequent reasons; judge usage
     summed from the judgment records the values carry (``details["judgments"]``)."""
     numbers = [v.value for v in values if v.error is None]
     reasons = Counter(v.error for v in values if v.error is not None)
     records = [r for v in values for r in v.details.get("judgments", [])
                if isinstance(r, dict)]
+    ci = bootstrap_ci(numbers, seed=seed)
     return MetricSummary(
         mean=math.fsum(numbers) / len(numbers) if numbers else None,
+        ci95=list(ci) if ci is not None else None,
         n=len(numbers), errors=sum(reasons.values()), evaluator=evaluator,
         error_reasons=dict(reasons.most_common(5)),
         judge=judge_usage(records, prices) if records else None)
@@ -182,6 +186,15 @@ def usage_line(usage: dict) -> str:
     return text + (f", cost {usage['cost']:.4f}" if "cost" in usage else "")
 
 
+def fmt_ci(ci: list[float] | None, digits: int = 3) -> str:
+    """A confidence interval for a table.
+
+    >>> fmt_ci([0.61234, 0.8]), fmt_ci(None)
+    ('0.612–0.800', '—')
+    """
+    return "—" if ci is None else f"{ci[0]:.{digits}f}–{ci[1]:.{digits}f}"
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     """A number for a table; ``—`` when there is none.
 
@@ -209,15 +222,15 @@ def render_markdown(report: Report) -> str:
         "",
         "Each component is scored on its own ground truth; scores are never combined.",
         "",
-        "| component | metric | mean | n | errors | evaluator |",
-        "|---|---|---:|---:|---:|---|",
+        "| component | metric | mean | 95% CI | n | errors | evaluator |",
+        "|---|---|---:|---|---:|---:|---|",
     ]
     for name, comp in report.components.items():
         if not comp.metrics:
-            lines.append(f"| {name} | *(no evaluator configured)* | | | | |")
+            lines.append(f"| {name} | *(no evaluator configured)* | | | | | |")
         for metric, s in comp.metrics.items():
-            lines.append(f"| {name} | {metric} | {fmt(s.mean)} | {s.n} | {s.errors} | "
-                         f"{s.evaluator} |")
+            lines.append(f"| {name} | {metric} | {fmt(s.mean)} | {fmt_ci(s.ci95)} | {s.n} | "
+                         f"{s.errors} | {s.evaluator} |")
     errors = [(n, m, s) for n, c in report.components.items() for m, s in c.metrics.items()
               if s.error_reasons]
     if errors:
