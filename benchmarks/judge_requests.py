@@ -44,13 +44,10 @@ def stats(base_url: str) -> dict:
 
 def build_inputs(folder: Path, n: int) -> None:
     """Cases and the reference assistant's traces for ``n`` cases."""
-    sys.path.insert(0, str(SHOP))
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("shop_assistant", SHOP / "assistant.py")
-    assistant = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(assistant)
+    from evalharness.importing import import_file
     from evalharness.models import Case
+
+    assistant = import_file(SHOP / "assistant.py", "bench_shop")
 
     base = [json.loads(line) for line in (SHOP / "cases.jsonl").read_text().splitlines()]
     cases, traces = [], []
@@ -74,7 +71,7 @@ pipeline: {{retriever: {{}}, generator: {{after: [retriever]}}}}
 judge: {{backend: openai, model: fake-judge, base_url: "{base_url}", cache: cache.sqlite,
          concurrency: {concurrency}}}
 evaluators:
-  retriever: [{{{retriever}: {{use_labels: false, k: 5}}}}]
+  retriever: [{{{retriever}: {{source: judge, k: [5]}}}}]
   generator: [faithfulness, answer_relevancy]
 batch_size: {batch}
 """

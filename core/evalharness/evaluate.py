@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -31,6 +32,7 @@ def evaluate_batch(
     warned = warned if warned is not None else set()
     results = [CaseResult(case=case, trace=trace) for case, trace in pairs]
     host = scenario.host
+    calls = []  # (component, hook, configured evaluator, applicable, batch, context)
     for component in scenario.pipeline.order:
         kind = host.component_kind(scenario.pipeline.kind(component))
         applicable: list[tuple[int, Case, Any]] = []
@@ -52,12 +54,25 @@ def evaluate_batch(
                           pipeline=context.pipeline, component=component, extras=context.extras,
                           traces={case.id: trace for case, trace in pairs})
         for configured in scenario.evaluators_on(component):
-            rows = _call(scenario, kind.hook, configured, batch, ctx, warned)
-            for (i, _, _), row in zip(applicable, rows, strict=True):
-                target = results[i].components[component]
-                for metric, value in row.items():
-                    target.metrics[metric] = value
-                    target.evaluators[metric] = configured.name
+            calls.append((component, kind.hook, configured, applicable, batch, ctx))
+
+    # Evaluators that wait on the judge run side by side, so the judge's concurrency limit is
+    # filled across metrics (faithfulness's second round overlaps relevancy's embeddings);
+    # the others run here, in order. Results are merged in configuration order either way.
+    judged = [c for c in calls if c[2].evaluator.needs_judge and context.judge is not None]
+    with ThreadPoolExecutor(max_workers=max(1, len(judged))) as pool:
+        futures = {id(c): pool.submit(_call, scenario, c[1], c[2], c[4], c[5], warned)
+                   for c in judged}
+        outputs = {id(c): _call(scenario, c[1], c[2], c[4], c[5], warned)
+                   for c in calls if id(c) not in futures}
+        outputs.update({key: future.result() for key, future in futures.items()})
+    for call in calls:
+        component, _, configured, applicable, _, _ = call
+        for (i, _, _), row in zip(applicable, outputs[id(call)], strict=True):
+            target = results[i].components[component]
+            for metric, value in row.items():
+                target.metrics[metric] = value
+                target.evaluators[metric] = configured.name
     return results
 
 

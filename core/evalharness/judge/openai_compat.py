@@ -92,7 +92,7 @@ class OpenAIJudge(Judge):
         """One chat completion with retries; ``(text, None)`` or ``(None, error)``."""
         client = self._client(self.config.base_url)
         structured = {"type": "json_schema", "json_schema": {
-            "name": task.id, "schema": task.output.model_json_schema(), "strict": False}}
+            "name": task.id, "schema": task.schema(), "strict": False}}
 
         async def call(response_format: dict) -> Any:
             return await client.chat.completions.create(

@@ -7,6 +7,7 @@ version. The heuristic backend implements the same tasks without a model.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -31,14 +32,27 @@ class JudgmentTask(Generic[I, O]):
     input: type[I]
     output: type[O]
 
+    def schema(self) -> dict:
+        """The output model's JSON Schema (computed once per task)."""
+        return _schema(self.output)
+
     def messages(self, inputs: I) -> list[dict[str, str]]:
         """Chat messages for an LLM judge: the rubric, then the inputs as JSON."""
-        schema = json.dumps(self.output.model_json_schema())
         return [
-            {"role": "system", "content": f"{self.rubric}\n\nAnswer with one JSON object that "
-                                          f"matches this JSON Schema:\n{schema}"},
+            {"role": "system", "content": _system_prompt(self.rubric, self.output)},
             {"role": "user", "content": inputs.model_dump_json(indent=1)},
         ]
+
+
+@functools.cache
+def _schema(model: type[BaseModel]) -> dict:
+    return model.model_json_schema()
+
+
+@functools.cache
+def _system_prompt(rubric: str, model: type[BaseModel]) -> str:
+    return (f"{rubric}\n\nAnswer with one JSON object that matches this JSON Schema:\n"
+            f"{json.dumps(_schema(model))}")
 
 
 # -- split an answer into claims -------------------------------------------------------------
