@@ -46,10 +46,12 @@ def test_builtins_are_loaded_through_entry_points():
     assert plugins["evalharness"]["source"] == "core"
     assert plugins["evalharness"]["component_kinds"] == ["generator", "retriever", "router",
                                                          "text2sql"]
-    retrieval = plugins["evalharness_retrieval"]["evaluators"][0]
-    assert retrieval["name"] == "ranking" and retrieval["component"] == "retriever"
-    assert retrieval["metrics"] == ["recall@5", "recall@10", "mrr"]
-    assert set(retrieval["settings"]) == {"k", "relevance_level"}
+    evaluators = {e["name"]: e for e in plugins["evalharness_retrieval"]["evaluators"]}
+    assert {"ranking", "context_precision", "context_recall"} <= set(evaluators)
+    ranking = evaluators["ranking"]
+    assert ranking["component"] == "retriever"
+    assert ranking["metrics"] == ["recall@5", "recall@10", "mrr"]
+    assert set(ranking["settings"]) == {"k", "relevance_level", "gain", "measures"}
 
 
 def test_plugins_table_is_readable():

@@ -36,7 +36,10 @@ def test_shop_scenario_runs_and_reports_every_component(shop_run):
             assert summary["n"] > 0, (name, metric)
             assert 0 <= summary["mean"] or metric in {"latency_ms"}
         assert component["cost"]["steps"] > 0
-    assert set(report["components"]["retriever"]["metrics"]) == {"recall@3", "recall@5", "mrr"}
+    at = [f"{m}@{k}" for m in ("precision", "recall", "f1", "hit_rate", "mrr", "map", "ndcg",
+                               "dcg", "context_precision") for k in (3, 5)]
+    assert set(report["components"]["retriever"]["metrics"]) == {
+        *at, "mrr", "map", "r_precision", "context_recall"}
     assert report["judge"]["backend"] == "heuristic"
     assert all(g["passed"] for g in report["gates"])
     assert len((out / "results.jsonl").read_text().splitlines()) == len(cases)

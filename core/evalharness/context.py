@@ -40,18 +40,28 @@ class Chunk(BaseModel):
 
 @dataclass
 class Database:
-    """The scenario's database. Evaluators open it read-only with :meth:`connect`."""
+    """The scenario's database: a SQLite or DuckDB file (``path``) or a PostgreSQL ``dsn``.
 
-    path: Path
+    :meth:`connect` and :meth:`schema` serve SQLite; evaluators that support other engines
+    open them from ``engine``, ``path`` and ``dsn``.
+    """
+
+    path: Path | None
     engine: str = "sqlite"
     dialect: str = "sqlite"
+    dsn: str | None = None
 
     def connect(self) -> sqlite3.Connection:
-        """A read-only connection (SQLite ``mode=ro``)."""
+        """A read-only SQLite connection (``mode=ro``)."""
+        if self.engine != "sqlite" or self.path is None:
+            raise InputError(f"connect() opens SQLite databases; this one is {self.engine}")
         return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
 
-    def schema(self) -> dict[str, dict[str, str]]:
-        """``{table: {column: type}}``, the form sqlglot's optimizer takes."""
+    def schema(self) -> dict[str, dict[str, str]] | None:
+        """``{table: {column: type}}`` of a SQLite database, the form sqlglot's optimizer
+        takes; ``None`` for other engines."""
+        if self.engine != "sqlite":
+            return None
         with self.connect() as conn:
             tables = [r[0] for r in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table','view') "
@@ -61,8 +71,9 @@ class Database:
                 for t in tables
             }
 
-    def sha256(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+    def sha256(self) -> str | None:
+        """Checksum of the database file (``None`` for a server database)."""
+        return hashlib.sha256(self.path.read_bytes()).hexdigest() if self.path else None
 
 
 def build_sqlite(script: Path, target: Path) -> None:

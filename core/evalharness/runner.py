@@ -106,7 +106,7 @@ def prepare_context(scenario: Scenario, out_dir: Path, judge=None) -> EvalContex
         if scenario.database_build is not None and (path is None or not path.is_file()):
             path = path or out_dir / "database.sqlite"
             build_sqlite(scenario.database_build, path)
-        database = Database(path=path, engine=spec.engine, dialect=spec.dialect)
+        database = Database(path=path, engine=spec.engine, dialect=spec.dialect, dsn=spec.dsn)
     corpus = load_corpus(scenario.corpus_path) if scenario.corpus_path else {}
     return EvalContext(judge=judge, database=database, corpus=corpus,
                        pipeline=scenario.pipeline)

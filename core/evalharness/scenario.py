@@ -49,23 +49,42 @@ class SystemSpec(_Strict):
 class DatabaseSpec(_Strict):
     """The scenario's database."""
 
-    engine: Literal["sqlite"] = "sqlite"
-    """Database engine."""
+    engine: Literal["sqlite", "duckdb", "postgresql"] = "sqlite"
+    """Database engine: ``sqlite`` (built in), ``duckdb`` or ``postgresql`` (optional extras
+    ``evalharness[duckdb]`` / ``evalharness[postgresql]``)."""
 
     path: str | None = None
-    """SQLite file. Built from ``build`` when it does not exist yet."""
+    """Database file (SQLite or DuckDB). A SQLite file is built from ``build`` when it does not
+    exist yet."""
 
     build: str | None = None
-    """A SQL script that builds the database; without ``path`` the database is built into the
-    run's output folder."""
+    """A SQL script that builds a SQLite database; without ``path`` the database is built into
+    the run's output folder."""
 
-    dialect: str = "sqlite"
-    """SQL dialect of the gold and predicted queries (a sqlglot dialect name)."""
+    dsn: str | None = None
+    """Connection string of a PostgreSQL database (queries run in read-only transactions)."""
+
+    dialect: str | None = None
+    """SQL dialect of the gold and predicted queries (a sqlglot dialect name); default: the
+    engine's (``sqlite``, ``duckdb``, ``postgres``)."""
 
     @model_validator(mode="after")
-    def _path_or_build(self) -> DatabaseSpec:
-        if not self.path and not self.build:
+    def _where(self) -> DatabaseSpec:
+        if self.engine == "postgresql":
+            if not self.dsn:
+                raise ValueError("a postgresql database needs `dsn`, e.g. "
+                                 "postgresql://reader@localhost/shop")
+        elif self.dsn:
+            raise ValueError(f"`dsn` is for postgresql; a {self.engine} database takes `path`")
+        elif self.engine == "duckdb":
+            if not self.path or self.build:
+                raise ValueError("a duckdb database takes `path` to an existing file "
+                                 "(`build:` scripts make SQLite databases)")
+        elif not self.path and not self.build:
             raise ValueError("give `path` (a SQLite file), `build` (a SQL script), or both")
+        if self.dialect is None:
+            self.dialect = {"sqlite": "sqlite", "duckdb": "duckdb",
+                            "postgresql": "postgres"}[self.engine]
         return self
 
 

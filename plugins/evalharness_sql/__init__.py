@@ -1,28 +1,47 @@
-"""Text-to-SQL evaluators: is the predicted query the gold query?
+"""Text-to-SQL evaluators: is the predicted query the gold query — and if not, how is it wrong?
 
-First metric (evaluator ``exact_match``): 1 when the predicted and gold queries have the same
-normal form after sqlglot parsing, identifier normalisation and, when the scenario has a
-database, qualification against its schema. Unparsable predictions score 0 (they are wrong
-answers, not missing measurements); an unparsable *gold* query is an error.
+Two evaluators:
+
+* ``exact_match``: 1 when the predicted and gold queries have the same normal form (sqlglot
+  parsing and the normalisation rules of :mod:`evalharness_sql.rules`, qualified against the
+  schema when the scenario has a database). Unparsable predictions score 0; an unparsable
+  *gold* query is an error.
+* ``equivalence``: the equivalence cascade (:mod:`evalharness_sql.cascade`) — parse,
+  normalise, execute in a sandbox, a test suite of perturbed and generated databases, the
+  LLM judge last — with the metrics ``equivalent`` (the verdict, with its stage, reason,
+  counterexample and error category in the details), ``execution_accuracy`` (same result on
+  the scenario's database), ``valid_sql``, ``clause_f1`` and ``exec_time_ratio``.
+
+The cascade is also a public API: :func:`check_equivalence`. See docs/metrics/sql.md.
 """
 
 from __future__ import annotations
 
-import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
-import sqlglot
-from pydantic import BaseModel, ConfigDict
-from sqlglot import exp
+from pydantic import BaseModel, ConfigDict, Field
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.optimizer.qualify import qualify
 
 from evalharness import MetricValue, hookimpl
-from evalharness.registry import Evaluator
+from evalharness.registry import Evaluator, ReportSection
+from evalharness_sql.cascade import STAGES, check_equivalence, check_many, run_cascade
+from evalharness_sql.clauses import clause_f1
+from evalharness_sql.engines import Column, Schema, Table, open_engine
+from evalharness_sql.rules import RULES, normalize
+from evalharness_sql.sandbox import parse_statements
+from evalharness_sql.stages.execute import execute
+from evalharness_sql.taxonomy import CATEGORIES
+from evalharness_sql.verdict import Options, Pair, Verdict
 
 __version__ = "0.1.0"
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+__all__ = ["EQUIVALENCE_METRICS", "RULES", "STAGES", "EquivalenceSettings", "ExactMatchSettings", "Options", "Verdict",
+           "check_equivalence", "check_many", "normal_form"]
+
+EQUIVALENCE_METRICS = ["equivalent", "execution_accuracy", "valid_sql", "clause_f1",
+                       "exec_time_ratio"]
 
 
 class ExactMatchSettings(BaseModel):
@@ -34,72 +53,52 @@ class ExactMatchSettings(BaseModel):
     """SQL dialect; default: the scenario database's dialect, else ``sqlite``."""
 
 
-def normal_form(sql: str, dialect: str = "sqlite", schema: dict | None = None) -> str:
-    """A canonical rendering of one SQL statement.
+class EquivalenceSettings(BaseModel):
+    """Settings of the ``equivalence`` evaluator."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    dialect: str | None = None
+    """SQL dialect of the gold queries; default: the scenario database's, else ``sqlite``."""
+    predicted_dialect: str | None = None
+    """Dialect the system writes its SQL in, when it differs (the SQL is transpiled)."""
+    test_suite_size: int = Field(default=32, ge=0, le=256)
+    """K: how many perturbed or generated databases the test-suite stage tries (0: skip it)."""
+    timeout_s: float = Field(default=5.0, gt=0)
+    """Time limit of one query, in seconds."""
+    max_rows: int = Field(default=100_000, ge=1)
+    """Row cap of one result."""
+    float_tolerance: float = Field(default=1e-6, ge=0)
+    """Relative and absolute tolerance for floating-point values."""
+    seed: int = 0
+    """Seed of the test-suite databases."""
+    use_judge: bool = True
+    """Send what execution cannot decide to the scenario's judge."""
+
+
+def normal_form(sql: str, dialect: str = "sqlite", schema: Schema | dict | None = None) -> str:
+    """A canonical rendering of one SQL statement (what ``exact_match`` compares).
 
     Identifiers are normalised (case, quoting), and with a schema every column is qualified
-    with its table and every output column aliased, so that cosmetic differences vanish.
+    with its table, table aliases are canonical and output aliases dropped, so that cosmetic
+    differences vanish; the normalisation rules then remove the differences that do not
+    change the result (IN-list order, ``COUNT(1)``, a one-value ``IN``, ...).
 
     >>> normal_form("select NAME from Products where price<10")
-    'SELECT name FROM products AS products WHERE price < 10'
+    'SELECT name FROM products WHERE price < 10'
     >>> schema = {"products": {"name": "TEXT", "price": "REAL"}}
     >>> normal_form("SELECT name FROM products p", schema=schema) == \\
     ...     normal_form("select products.name from products", schema=schema)
     True
     """
-    parsed = sqlglot.parse(sql, read=dialect)
-    statements = [s for s in parsed if s is not None]
+    statements = parse_statements(sql, dialect)
     if len(statements) != 1:
         raise SqlglotError(f"expected one statement, found {len(statements)}")
-    tree = normalize_identifiers(statements[0], dialect=dialect)
-    if schema is not None:
-        try:
-            tree = qualify(tree, schema=schema, dialect=dialect, quote_identifiers=False,
-                           validate_qualify_columns=False)
-        except SqlglotError:
-            pass  # unknown tables or columns: compare unqualified
-    tree = canonical_table_aliases(tree)
-    for ident in tree.find_all(exp.Identifier):
-        if ident.quoted and _PLAIN.match(ident.name):
-            ident.set("quoted", False)  # after normalisation, "name" and name are one column
-    return tree.sql(dialect=dialect, normalize=True, comments=False)
-
-
-def canonical_table_aliases(tree: exp.Expression) -> exp.Expression:
-    """Rename table aliases to canonical names in a flat query (no subqueries or CTEs).
-
-    A table used once is aliased by its own name; one used several times gets ``name_1``,
-    ``name_2``, ... in order of appearance. Nested queries are left as they are: renaming
-    across scopes is not safe without full scope analysis.
-
-    >>> tree = sqlglot.parse_one("SELECT p.name FROM products AS p WHERE p.price < 5")
-    >>> canonical_table_aliases(tree).sql()
-    'SELECT products.name FROM products AS products WHERE products.price < 5'
-    """
-    if any(True for _ in tree.find_all(exp.Subquery, exp.CTE)) or \
-            len(list(tree.find_all(exp.Select))) != 1:
-        return tree
-    tables = list(tree.find_all(exp.Table))
-    aliases = [t.alias_or_name for t in tables]
-    if len(set(aliases)) != len(aliases):
-        return tree
-    counts: dict[str, int] = {}
-    for t in tables:
-        counts[t.name] = counts.get(t.name, 0) + 1
-    seen: dict[str, int] = {}
-    mapping: dict[str, str] = {}
-    for t in tables:
-        if counts[t.name] == 1:
-            mapping[t.alias_or_name] = t.name
-        else:
-            seen[t.name] = seen.get(t.name, 0) + 1
-            mapping[t.alias_or_name] = f"{t.name}_{seen[t.name]}"
-    for t in tables:
-        t.set("alias", exp.TableAlias(this=exp.to_identifier(mapping[t.alias_or_name])))
-    for column in tree.find_all(exp.Column):
-        if column.table in mapping:
-            column.set("table", exp.to_identifier(mapping[column.table]))
-    return tree
+    if isinstance(schema, dict):
+        schema = Schema({t.lower(): Table(t, [Column(c, ty) for c, ty in cols.items()])
+                         for t, cols in schema.items()})
+    tree = normalize(statements[0], schema=schema, dialect=dialect)
+    return tree.sql(dialect=dialect, comments=False)
 
 
 @hookimpl
@@ -107,15 +106,35 @@ def register_evaluators(register):
     register(Evaluator(
         name="exact_match", component="text2sql", metrics=["exact_match"],
         settings=ExactMatchSettings,
-        description="1 when predicted and gold SQL have the same sqlglot normal form"))
+        description="1 when predicted and gold SQL have the same normal form (sqlglot "
+                    "normalisation and sound rewrite rules)"))
+    register(Evaluator(
+        name="equivalence", component="text2sql", metrics=EQUIVALENCE_METRICS,
+        settings=EquivalenceSettings, needs_judge=True,
+        description="the equivalence cascade (normalise, sandboxed execution, perturbed test "
+                    "databases, judge last) with execution accuracy, valid-SQL rate, "
+                    "clause F1 and the execution time ratio"))
 
 
 @hookimpl
 def evaluate_text2sql(evaluator, batch, settings, context):
-    if evaluator != "exact_match":
-        return None
-    dialect = settings.dialect or (context.database.dialect if context.database else "sqlite")
-    schema = context.database.schema() if context.database is not None else None
+    if evaluator == "exact_match":
+        return _exact_match(batch, settings, context)
+    if evaluator == "equivalence":
+        return _equivalence(batch, settings, context)
+    return None
+
+
+def _dialect(settings: Any, context: Any) -> str:
+    database = getattr(context, "database", None)
+    return settings.dialect or (database.dialect if database is not None else "sqlite")
+
+
+def _exact_match(batch: Sequence[tuple[Any, Any]], settings: ExactMatchSettings, context: Any
+                 ) -> list[dict[str, MetricValue]]:
+    dialect = _dialect(settings, context)
+    engine = open_engine(context.database) if context.database is not None else None
+    schema = engine.schema() if engine is not None else None
     rows = []
     for case, step in batch:
         if not case.gold.sql:
@@ -138,3 +157,167 @@ def evaluate_text2sql(evaluator, batch, settings, context):
             continue
         rows.append({"exact_match": MetricValue.of(pred == gold, gold=gold, predicted=pred)})
     return rows
+
+
+def _equivalence(batch: Sequence[tuple[Any, Any]], settings: EquivalenceSettings, context: Any
+                 ) -> list[dict[str, MetricValue]]:
+    dialect = _dialect(settings, context)
+    database = context.database
+    judge = context.judge if settings.use_judge else None
+    options = Options(timeout_s=settings.timeout_s, max_rows=settings.max_rows,
+                      test_suite_size=settings.test_suite_size, seed=settings.seed,
+                      float_tolerance=settings.float_tolerance, judge=judge, measure_time=True)
+    engine = open_engine(database) if database is not None else None
+    pairs: list[Pair | None] = []
+    for case, step in batch:
+        if case.gold.sql and step.sql:
+            pairs.append(Pair(case.gold.sql, step.sql, dialect=dialect,
+                              predicted_dialect=settings.predicted_dialect, engine=engine,
+                              options=options))
+        else:
+            pairs.append(None)
+    todo = [p for p in pairs if p is not None]
+    if todo:
+        conn = None
+        if engine is not None:
+            try:
+                conn = engine.connect()
+            except Exception as exc:  # noqa: BLE001 - recorded as the reason, run goes on
+                for p in todo:
+                    p.notes["connect"] = f"{type(exc).__name__}: {exc}"
+        try:
+            for p in todo:
+                p.connection = conn
+            run_cascade(todo)
+            for p in todo:  # execution accuracy and timing even where an earlier stage decided
+                if conn is not None and p.gold_result is None and p.predicted_sql is not None:
+                    execute(p)
+        finally:
+            for p in todo:
+                p.connection = None
+            if conn is not None:
+                conn.close()
+    rows = []
+    for (case, step), pair in zip(batch, pairs, strict=True):
+        if not case.gold.sql:
+            reason = "the case has no gold SQL (gold.sql)"
+            rows.append({m: MetricValue.failed(reason) for m in EQUIVALENCE_METRICS})
+        elif pair is None:
+            rows.append(_no_sql(step))
+        else:
+            rows.append(_metrics(pair, database is not None))
+    return rows
+
+
+def _no_sql(step: Any) -> dict[str, MetricValue]:
+    reason = "no SQL was produced" + (f" ({step.error})" if getattr(step, "error", None) else "")
+    details = {"stage": "parse", "reason": reason, "counterexample": {"kind": "no_sql"},
+               "category": "invalid_sql"}
+    return {"equivalent": MetricValue(value=0.0, details=details),
+            "execution_accuracy": MetricValue.of(False, reason=reason),
+            "valid_sql": MetricValue.of(False, reason=reason),
+            "clause_f1": MetricValue.of(0.0, reason=reason),
+            "exec_time_ratio": MetricValue.failed(reason)}
+
+
+def _metrics(pair: Pair, has_database: bool) -> dict[str, MetricValue]:
+    verdict = pair.verdict
+    assert verdict is not None
+    details = {k: v for k, v in verdict.to_dict().items() if k not in ("equivalent",)}
+    judge_record = details.pop("details", {})
+    if judge_record:
+        details.update(judge_record)
+    if verdict.equivalent is None:
+        equivalent = MetricValue(error=verdict.reason, details=details)
+    else:
+        equivalent = MetricValue(value=float(verdict.equivalent), details=details)
+    return {"equivalent": equivalent,
+            "execution_accuracy": _execution_accuracy(pair, has_database),
+            "valid_sql": (MetricValue.of(bool(pair.valid_sql)) if pair.valid_sql is not None
+                          else MetricValue.failed("the prediction could not be checked")),
+            "clause_f1": _clause_f1(pair),
+            "exec_time_ratio": _time_ratio(pair)}
+
+
+def _execution_accuracy(pair: Pair, has_database: bool) -> MetricValue:
+    if not has_database:
+        return MetricValue.failed("the scenario has no database")
+    if pair.execution_match is not None:
+        return MetricValue.of(pair.execution_match)
+    if pair.gold_result is not None and not pair.gold_result.ok:
+        return MetricValue.failed(f"the gold query does not run: {pair.gold_result.summary()}")
+    if pair.predicted_result is not None and not pair.predicted_result.ok:
+        return MetricValue.of(False, reason=pair.predicted_result.summary())
+    if pair.verdict is not None and pair.verdict.stage == "parse":
+        return MetricValue.of(False, reason=pair.verdict.reason)
+    return MetricValue.failed("the queries were not executed"
+                              + (f" ({pair.notes['connect']})" if "connect" in pair.notes else ""))
+
+
+def _clause_f1(pair: Pair) -> MetricValue:
+    gold = pair.gold_normal or pair.gold_tree
+    pred = pair.predicted_normal or pair.predicted_tree
+    if gold is None:
+        return MetricValue.failed(pair.notes.get("gold_parse", "the gold SQL does not parse"))
+    if pred is None:
+        return MetricValue.of(0.0, reason="the predicted SQL does not parse")
+    try:
+        mean, per = clause_f1(gold, pred, pair.dialect)
+    except (SqlglotError, ValueError, TypeError) as exc:
+        return MetricValue.failed(f"clause comparison failed: {exc}")
+    return MetricValue.of(mean, clauses={k: round(v, 4) for k, v in per.items()})
+
+
+def _time_ratio(pair: Pair) -> MetricValue:
+    timing = pair.notes.get("timing")
+    if not timing:
+        if pair.predicted_result is not None and not pair.predicted_result.ok:
+            return MetricValue.failed(f"the predicted query did not run to the end "
+                                      f"({pair.predicted_result.status})")
+        return MetricValue.failed("the queries were not both executed")
+    gold, pred = timing.get("gold_s", float("inf")), timing.get("predicted_s", float("inf"))
+    if gold == float("inf") or pred == float("inf"):
+        return MetricValue.failed("the queries were not both executed")
+    ratio = max(pred, 1e-7) / max(gold, 1e-7)
+    return MetricValue.of(ratio, gold_ms=round(gold * 1000, 4), predicted_ms=round(pred * 1000, 4))
+
+
+# --------------------------------------------------------------------------------------------
+# Report section
+# --------------------------------------------------------------------------------------------
+
+
+@hookimpl
+def report_sections(report, results):
+    per_component: dict[str, dict[str, Counter]] = {}
+    for result in results:
+        for name, component in result.components.items():
+            if component.evaluators.get("equivalent") != "equivalence":
+                continue
+            value = component.metrics.get("equivalent")
+            if value is None:
+                continue
+            counts = per_component.setdefault(name, {"stage": Counter(), "category": Counter(),
+                                                     "verdict": Counter()})
+            stage = value.details.get("stage", "unknown")
+            verdict = ("undecided" if value.error else
+                       "equivalent" if value.value == 1.0 else "not equivalent")
+            counts["stage"][f"{stage}: {verdict}"] += 1
+            counts["verdict"][verdict] += 1
+            if verdict == "not equivalent":
+                counts["category"][value.details.get("category") or "other"] += 1
+    sections = []
+    for name, counts in per_component.items():
+        lines = [f"Verdicts: {counts['verdict']['equivalent']} equivalent, "
+                 f"{counts['verdict']['not equivalent']} not equivalent, "
+                 f"{counts['verdict']['undecided']} undecided.", "",
+                 "| decided by | cases |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in sorted(counts["stage"].items())]
+        if counts["category"]:
+            lines += ["", "| error category | cases |", "|---|---:|"]
+            lines += [f"| {c} | {counts['category'][c]} |" for c in CATEGORIES
+                      if counts["category"][c]]
+        sections.append(ReportSection(
+            title=f"Text-to-SQL equivalence ({name})", markdown="\n".join(lines),
+            data={k: dict(v) for k, v in counts.items()}))
+    return sections or None

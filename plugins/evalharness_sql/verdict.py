@@ -1,0 +1,108 @@
+"""What the equivalence cascade passes from stage to stage (a `Pair`) and what it returns (a `Verdict`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+    from evalharness_sql.engines import Engine
+    from evalharness_sql.sandbox import Result
+
+
+@dataclass
+class Verdict:
+    """Whether two queries are equivalent, which stage decided it, why, and — when they are
+    not — a counterexample.
+
+    ``equivalent`` is ``True``, ``False``, or ``None`` when the cascade could not decide.
+    ``category`` is the error taxonomy of a wrong prediction (``invalid_sql``,
+    ``unknown_table``, ``unknown_column``, ``wrong_filter``, ``wrong_aggregation``,
+    ``wrong_join``, ``wrong_columns``, ``ordering_limit``, ``timeout``, ``refused``, ``other``);
+    ``None`` for equivalent or undecided pairs.
+
+    >>> v = Verdict(False, "execute", "results differ", {"only_in_gold": [[1]]}, "wrong_filter")
+    >>> v.to_dict()["stage"], bool(v)
+    ('execute', False)
+    """
+
+    equivalent: bool | None
+    stage: str
+    reason: str
+    counterexample: dict[str, Any] | None = None
+    category: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.equivalent is True
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (what ``results.jsonl`` stores)."""
+        return asdict(self)
+
+
+@dataclass
+class Options:
+    """Settings of one cascade run (the ``equivalence`` evaluator's settings map onto these).
+
+    >>> Options().test_suite_size
+    32
+    """
+
+    timeout_s: float = 5.0
+    """Time limit of one query, in seconds; the query is interrupted when it is reached."""
+    max_rows: int = 100_000
+    """Row cap: a result with more rows is not compared."""
+    test_suite_size: int = 32
+    """K: how many perturbed or generated databases the test-suite stage tries."""
+    seed: int = 0
+    """Seed of the test-suite databases (each pair's databases depend on it and on the pair)."""
+    float_tolerance: float = 1e-6
+    """Relative (and absolute) tolerance when comparing floating-point values."""
+    judge: Any = None
+    """A judge with ``run_many(task, inputs, metric=...)``, for what stays undecided."""
+    measure_time: bool = False
+    """Time both queries (fastest of a few runs) for the execution time ratio."""
+    stages: tuple[str, ...] | None = None
+    """Names of the stages to run (default: all, in order); e.g. to measure one alone."""
+
+
+@dataclass
+class Pair:
+    """One (gold, predicted) pair as it moves through the cascade; stages fill in what they learn."""
+
+    gold: str
+    predicted: str
+    dialect: str = "sqlite"
+    predicted_dialect: str | None = None
+    engine: Engine | None = None
+    options: Options = field(default_factory=Options)
+    connection: Any = None
+    """A sandboxed connection to the scenario's database, opened by the cascade."""
+
+    # filled in by the parse stage
+    gold_tree: exp.Expression | None = None
+    predicted_tree: exp.Expression | None = None
+    predicted_sql: str | None = None
+    """The predicted SQL to execute (transpiled to the scenario's dialect when needed)."""
+    gold_error: str | None = None
+    valid_sql: bool | None = None
+
+    # filled in by the normalise stage
+    gold_normal: exp.Expression | None = None
+    predicted_normal: exp.Expression | None = None
+
+    # filled in by the execute stage
+    gold_result: Result | None = None
+    predicted_result: Result | None = None
+    execution_match: bool | None = None
+    permutations: list[tuple[int, ...]] | None = None
+
+    notes: dict[str, Any] = field(default_factory=dict)
+    verdict: Verdict | None = None
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict is not None
