@@ -107,3 +107,46 @@ def small(tmp_path: Path) -> Path:
         INSERT INTO items VALUES (1, 'Navy Coat', 40), (2, 'Camel Coat', 120);
     """)
     return write(tmp_path / "small.yaml", SMALL_SCENARIO)
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn():
+    """A scratch PostgreSQL database: $EVALHARNESS_TEST_POSTGRES_DSN, or a temporary server
+    started from this machine's PostgreSQL binaries (initdb, pg_ctl) for the test session."""
+    import glob
+    import shutil
+    import socket
+    import tempfile
+
+    dsn = os.environ.get("EVALHARNESS_TEST_POSTGRES_DSN")
+    if dsn:
+        yield dsn
+        return
+    found = shutil.which("initdb") or next(iter(sorted(glob.glob(
+        "/usr/lib/postgresql/*/bin/initdb"))), None)
+    if found is None:
+        pytest.skip("no PostgreSQL server binaries (initdb) here; set "
+                    "EVALHARNESS_TEST_POSTGRES_DSN to run the PostgreSQL tests")
+    bindir = Path(found).resolve().parent
+    folder = Path(tempfile.mkdtemp(prefix="evalharness-pg-", dir="/tmp"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        shutil.chown(folder, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = folder / "data"
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "--auth=trust",
+                    "-U", "postgres", "-E", "UTF8", "--no-sync"], check=True,
+                   capture_output=True)
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
+                    str(folder / "log"), "-o", f"-p {port} -k {folder} "
+                    "-c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                   check=True, capture_output=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+                        "stop"], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import pytest
@@ -93,22 +92,19 @@ def test_duckdb_prediction_may_be_transpiled_from_sqlite(duck):
 
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
-PG_DSN = os.environ.get("EVALHARNESS_TEST_POSTGRES_DSN")
 
 
 @pytest.fixture
-def pg():
+def pg(postgres_dsn):
     pytest.importorskip("psycopg", reason='PostgreSQL support needs `pip install "psycopg[binary]"`')
-    if not PG_DSN:
-        pytest.skip("set EVALHARNESS_TEST_POSTGRES_DSN to a scratch PostgreSQL database to run")
     import psycopg
 
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS evalharness_t")
         conn.execute("CREATE TABLE evalharness_t (id INTEGER PRIMARY KEY, x INTEGER)")
         conn.execute("INSERT INTO evalharness_t SELECT g, g * 10 FROM generate_series(1, 10) g")
-    yield PG_DSN
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+    yield postgres_dsn
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS evalharness_t")
 
 
@@ -131,3 +127,34 @@ def test_postgres_statement_timeout(pg):
                  dialect="postgres", timeout_s=0.3)
     assert result.status == "timeout"
     conn.close()
+
+
+def test_postgres_database_in_a_scenario(pg, tmp_path):
+    """`database: {engine: postgresql, dsn: ...}` end to end through the CLI."""
+    import json
+
+    from conftest import run_cli, write, write_jsonl
+
+    write_jsonl(tmp_path / "traces.jsonl", [
+        {"case_id": "a", "text2sql": {"sql": "SELECT x FROM evalharness_t WHERE x > 50"}},
+        {"case_id": "b", "text2sql": {"sql": "SELECT x FROM evalharness_t WHERE 50 < x"}}])
+    scenario = write(tmp_path / "pg.yaml", f"""
+        name: pg
+        cases:
+          - {{id: a, question: q, gold: {{sql: "SELECT x FROM evalharness_t WHERE x >= 50"}}}}
+          - {{id: b, question: q, gold: {{sql: "SELECT x FROM evalharness_t WHERE x > 50"}}}}
+        traces: traces.jsonl
+        database: {{engine: postgresql, dsn: "{pg}"}}
+        pipeline: {{text2sql: {{}}}}
+        evaluators:
+          text2sql: [equivalence]
+    """)
+    res = run_cli("scenario", scenario, "--out", tmp_path / "o", "-q")
+    assert res.code == 0, res
+    results = [json.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    equivalent = {r["case"]["id"]: r["components"]["text2sql"]["metrics"]["equivalent"]
+                  for r in results}
+    assert equivalent["a"]["value"] == 0.0 and equivalent["a"]["details"]["stage"] == "execute"
+    assert equivalent["b"]["value"] == 1.0
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["scenario"].get("database_sha256") is None
