@@ -18,7 +18,18 @@ from evalharness import __version__
 from evalharness.errors import EvalHarnessError
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
-from evalharness.report import build_report, fmt, fmt_ci, usage_line, write_reports
+from evalharness.report import (
+    build_report,
+    count,
+    fmt,
+    fmt_ci,
+    headline,
+    n_cases,
+    pct,
+    pct_ci,
+    usage_line,
+    write_reports,
+)
 from evalharness.runner import Progress, load_system, make_judge, run
 from evalharness.scenario import ScenarioFile, load_scenario
 
@@ -132,10 +143,11 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
                    f"--out {out_dir} --resume", err=True)
         sys.exit(EXIT_INTERRUPTED)
     report = build_report(loaded, outcome)
-    paths = write_reports(report, out_dir)
+    paths = write_reports(report, out_dir, outcome.results)
     if not quiet:
         print_summary(report, Console(width=None if sys.stdout.isatty() else 120))
-        click.echo(f"\nwrote {out_dir / 'results.jsonl'}, {paths['json']}, {paths['md']}")
+        click.echo(f"\nwrote {out_dir / 'results.jsonl'}, {paths['json']}, {paths['md']}, "
+                   f"{paths['html']}")
     failed = [g for g in report.gates if not g.passed]
     if failed:
         if quiet:
@@ -145,7 +157,8 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
 
 
 def print_summary(report: Report, console: Console) -> None:
-    """The terminal tables: metrics per component, cost per component, then gates."""
+    """The terminal tables: metrics per component, the bottleneck, cost per component, then
+    gates."""
     judge = report.judge.get("label") or report.judge.get("backend")
     table = Table(title=f"{report.scenario['name']} — {report.cases['evaluated']} cases, "
                         f"judge: {judge}", title_justify="left")
@@ -162,6 +175,8 @@ def print_summary(report: Report, console: Console) -> None:
                 (f"[red]{s.errors}[/red]" if s.errors else "0") if s else "")
         table.add_section()
     console.print(table)
+    if report.bottleneck is not None:
+        print_bottleneck(report, console)
     cost = Table(title="latency and tokens", title_justify="left")
     cost.add_column("component")
     for col in ("ran", "p50 ms", "p95 ms", "tokens", "judge requests"):
@@ -185,6 +200,29 @@ def print_summary(report: Report, console: Console) -> None:
             gates.add_row(g.name, fmt(g.value),
                           "[green]pass[/green]" if g.passed else "[bold red]FAIL[/bold red]")
         console.print(gates)
+
+
+def print_bottleneck(report: Report, console: Console) -> None:
+    """The bottleneck table: components by share of end-to-end failures, with CIs."""
+    b = report.bottleneck
+    e2e = b.end_to_end
+    table = Table(title=f"bottleneck — {e2e.failed} of {e2e.passed + e2e.failed} cases fail "
+                        "end to end", title_justify="left")
+    table.add_column("component")
+    for col in ("share", "95% CI", "failures"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for row in b.ranking:
+        table.add_row(row.component, pct(row.share), pct_ci(row.ci95), count(row.failures))
+    table.add_section()
+    table.add_row("[dim]unattributed (interaction)[/dim]", pct(b.unattributed_share),
+                  pct_ci(b.unattributed_ci95), str(b.unattributed))
+    console.print(table)
+    masked = ", ".join(f"{c} {n}" for c, n in b.masked_by.items())
+    console.print(f"{headline(b)} End-to-end pass rate {pct(e2e.pass_rate)} (CI "
+                  f"{pct_ci(e2e.ci95)}). Masked: {n_cases(b.masked)} passed end to end although "
+                  "a component on the path failed" + (f" ({masked})" if masked else "")
+                  + (f"; {n_cases(b.unknown)} could not be attributed (an error on the path)"
+                     if b.unknown else "") + ".")
 
 
 @cli.command()
@@ -264,6 +302,67 @@ def validate(path: Path, plugins: tuple[str, ...]) -> None:
     n_eval = len(loaded.evaluators)
     click.echo(f"{path}: valid — {len(loaded.cases)} cases, {len(loaded.pipeline.order)} "
                f"components, {n_eval} evaluators, {len(loaded.gates)} gates")
+
+
+@cli.command()
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the comparison to this file (comparison.json).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True, help="Significance level of the p-values.")
+@click.option("--metric", "metrics", multiple=True, metavar="COMPONENT.METRIC",
+              help="Compare only this metric (repeatable; wildcards: 'retriever.*').")
+@click.option("--resamples", type=click.IntRange(100, 1_000_000), default=2000,
+              show_default=True, help="Bootstrap resamples behind each CI of Δ.")
+@click.option("--permutations", type=click.IntRange(100, 10_000_000), default=10_000,
+              show_default=True, help="Random sign flips behind each p-value above 16 pairs.")
+def compare(run_a: Path, run_b: Path, as_json: bool, out_file: Path | None, alpha: float,
+            metrics: tuple[str, ...], resamples: int, permutations: int) -> None:
+    """Compare run B with run A, metric by metric, case by case.
+
+    RUN_A and RUN_B are --out folders of `evalharness scenario`. Cases are paired by id;
+    per component and metric it shows both means, Δ = mean(B − A) over the pairs with a
+    paired-bootstrap 95% CI, and a paired permutation-test p-value. A significant change in
+    the bad direction is a regression. See docs/compare.md.
+
+    Exit code 1 when a metric gated in B's scenario regressed significantly, 2 for invalid
+    input, 0 otherwise.
+
+    \b
+    Examples:
+      evalharness compare runs/baseline runs/candidate
+      evalharness compare runs/baseline runs/candidate --metric 'retriever.*' --alpha 0.01
+      evalharness compare runs/baseline runs/candidate --json --out comparison.json
+    """
+    from evalharness.compare import compare_runs, print_comparison
+
+    try:
+        result = compare_runs(run_a, run_b, alpha=alpha, metrics=list(metrics),
+                              resamples=resamples, permutations=permutations)
+    except EvalHarnessError as exc:
+        raise InputProblem(str(exc)) from None
+    text = result.model_dump_json(indent=2) + "\n"
+    if out_file is not None:
+        try:
+            out_file.parent.mkdir(parents=True, exist_ok=True)
+            out_file.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputProblem(f"{out_file}: cannot write the comparison ({exc})") from None
+    if as_json:
+        click.echo(text, nl=False)
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+    else:
+        print_comparison(result, Console(width=None if sys.stdout.isatty() else 120))
+        if out_file is not None:
+            click.echo(f"\nwrote {out_file}")
+    if result.gated_regressions:
+        if as_json:
+            click.echo(f"gated metric regressed: {', '.join(result.gated_regressions)}",
+                       err=True)
+        sys.exit(EXIT_GATE_FAILED)
 
 
 def main() -> None:

@@ -2,7 +2,8 @@
 
 The core knows no metric. For every component it collects the ``(case, step)`` pairs whose
 trace has that component's step, and calls the evaluator hook of the component's kind on the
-plugin that registered each evaluator.
+plugin that registered each evaluator. Last, every case gets its per-component and end-to-end
+verdicts and its failure attribution (:mod:`evalharness.verdicts`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from evalharness import verdicts
 from evalharness.context import EvalContext
 from evalharness.errors import PluginError
 from evalharness.models import Case, CaseResult, ComponentResult, MetricValue, Trace
@@ -73,7 +75,8 @@ def evaluate_batch(
             for metric, value in row.items():
                 target.metrics[metric] = value
                 target.evaluators[metric] = configured.name
-    return results
+    # Verdicts and attribution read only this case's metrics, so they are stored with it.
+    return verdicts.apply(scenario, results)
 
 
 def _step_of(trace: Trace, component: str, model: type[BaseModel]) -> tuple[Any, str | None]:

@@ -279,6 +279,55 @@ class ComponentResult(_Model):
     """Why the component was not evaluated, when it was not."""
 
 
+class Verdict(_Model):
+    """Whether one component (or the whole pipeline) did its job for one case, by the verdict
+    criteria of the scenario (``verdicts:``) or the defaults of the component's kind."""
+
+    status: Literal["pass", "fail", "not_applicable", "error"]
+    """``pass``/``fail`` by the criteria (all must hold); ``not_applicable`` when the component
+    did not run and the case's gold route does not need it; ``error`` when a metric a criterion
+    reads could not be computed (or the system failed for the case)."""
+
+    reason: str | None = None
+    """Why, for anything but ``pass``: the criteria that failed with their values, the metric's
+    error, or what did not run."""
+
+    values: dict[str, float | None] = Field(default_factory=dict)
+    """The value of each metric the criteria read (``component.metric`` for the end-to-end
+    verdict); ``null`` where it could not be computed."""
+
+    failed: list[str] = Field(default_factory=list)
+    """The metrics whose criterion does not hold (in criteria order)."""
+
+
+class Attribution(_Model):
+    """Where the case went wrong along the pipeline path its gold route requires."""
+
+    kind: Literal["passed", "attributed", "unattributed", "masked", "unknown"]
+    """``passed``: passes end to end and no component on the gold path fails; ``attributed``:
+    fails end to end and ``root_causes`` are to blame; ``unattributed``: fails end to end
+    although every component on the path passes (an interaction); ``masked``: passes end to
+    end although a component on the path fails; ``unknown``: the end-to-end verdict is an
+    error, or an error upstream of every failure hides where it started."""
+
+    root_causes: list[str] = Field(default_factory=list)
+    """The first failing components on the gold path (failing, with every upstream component
+    on the path passing); several when parallel branches fail together."""
+
+    shares: dict[str, float] = Field(default_factory=dict)
+    """Component -> its share of this case's failure (``1 / len(root_causes)`` each)."""
+
+    failing: list[str] = Field(default_factory=list)
+    """Every component on the gold path whose verdict is ``fail`` (for ``masked``: the ones the
+    end result hid)."""
+
+    path: list[str] = Field(default_factory=list)
+    """The components on the gold path, in pipeline order (those with a verdict)."""
+
+    reason: str | None = None
+    """One sentence on the outcome, e.g. ``"router failed first: route_accuracy = 0 ..."``."""
+
+
 class CaseResult(_Model):
     """One line of ``results.jsonl``: a case, what the system did, and every metric."""
 
@@ -293,6 +342,17 @@ class CaseResult(_Model):
 
     components: dict[str, ComponentResult] = Field(default_factory=dict)
     """Component name -> its metrics for this case."""
+
+    verdicts: dict[str, Verdict] = Field(default_factory=dict)
+    """Component name -> its verdict for this case; components without a verdict criterion
+    (no ``verdicts:`` entry and no default for their kind) are absent."""
+
+    end_to_end: Verdict | None = None
+    """The end-to-end verdict (answer correctness against the reference when there is one, else
+    the final component's verdict); ``null`` when no criterion applies."""
+
+    attribution: Attribution | None = None
+    """Which component the case's failure starts at (``null`` without an end-to-end verdict)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,6 +447,114 @@ class GateResult(_Model):
     """Whether the gate holds."""
 
 
+class CriteriaReport(_Model):
+    """The verdict criteria used for one component (or for ``end_to_end``)."""
+
+    criteria: list[str]
+    """The criteria, all of which must hold, e.g. ``["recall@5 >= 0.5"]`` (``component.metric``
+    form for ``end_to_end``); empty when the component gets no verdict."""
+
+    source: Literal["scenario", "default", "none"]
+    """``scenario`` when written under ``verdicts:``, ``default`` when chosen for the
+    component's kind from its configured metrics, ``none`` when there is no usable criterion."""
+
+    note: str | None = None
+    """What else applies, e.g. the end-to-end fallback for cases without a reference answer."""
+
+
+class RankedComponent(_Model):
+    """One row of the bottleneck ranking."""
+
+    component: str
+    """The component."""
+
+    share: float | None
+    """Its share of the end-to-end failures it is the root cause of (fractional when parallel
+    branches share a case); ``null`` when no case failed end to end."""
+
+    ci95: list[float] | None = None
+    """95% percentile-bootstrap interval of ``share`` over the failing cases (2000 resamples,
+    seeded by the component's name); ``null`` below 2 failing cases."""
+
+    failures: float
+    """Number of end-to-end failures attributed to it (sum of shares, so 0.5 per shared case)."""
+
+
+class WorstCase(_Model):
+    """A case a component is to blame for, with its evaluator's evidence."""
+
+    case: str
+    """Case id."""
+
+    values: dict[str, float | None]
+    """The values of the metrics the component's criteria read (``null``: not computed or the
+    component did not run)."""
+
+    reason: str
+    """The verdict's reason, followed by the evaluator's own reason when it gives one (e.g. the
+    SQL cascade's counterexample summary)."""
+
+
+class EndToEndSummary(_Model):
+    """How many cases pass end to end."""
+
+    cases: int
+    """Cases with an end-to-end verdict."""
+
+    passed: int
+    """Cases that pass end to end."""
+
+    failed: int
+    """Cases that fail end to end (the denominator of every bottleneck share)."""
+
+    errors: int
+    """Cases whose end-to-end verdict is an error (not counted as pass or fail)."""
+
+    pass_rate: float | None
+    """``passed / (passed + failed)``; ``null`` when there are none."""
+
+    ci95: list[float] | None = None
+    """95% percentile-bootstrap interval of ``pass_rate``; ``null`` below 2 cases."""
+
+
+class Bottleneck(_Model):
+    """Which component holds the system back: end-to-end failures attributed along the pipeline
+    (see docs/bottleneck.md)."""
+
+    end_to_end: EndToEndSummary
+    """End-to-end pass and fail counts."""
+
+    ranking: list[RankedComponent]
+    """Components with a verdict, by share of end-to-end failures they start at (largest first;
+    ties in pipeline order)."""
+
+    unattributed: int
+    """Cases that fail end to end although every component on their gold path passes."""
+
+    unattributed_share: float | None = None
+    """``unattributed`` over the end-to-end failures."""
+
+    unattributed_ci95: list[float] | None = None
+    """95% bootstrap interval of ``unattributed_share``."""
+
+    unknown: int = 0
+    """Failing or erroring cases that could not be attributed because a verdict on the path (or
+    the end-to-end one) is an error."""
+
+    masked: int
+    """Cases that pass end to end although a component on their gold path fails."""
+
+    masked_by: dict[str, int] = Field(default_factory=dict)
+    """Component -> masked cases in which it fails."""
+
+    verdicts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Component -> counts of its per-case verdicts (``pass``, ``fail``, ``not_applicable``,
+    ``error``)."""
+
+    worst_cases: dict[str, list[WorstCase]] = Field(default_factory=dict)
+    """Component -> up to 5 cases attributed to it, lowest criterion values first."""
+
+
 class Report(_Model):
     """``report.json``: enough to read, reproduce and compare a run."""
 
@@ -410,6 +578,14 @@ class Report(_Model):
 
     gates: list[GateResult]
     """Every gate and its outcome."""
+
+    verdict_criteria: dict[str, CriteriaReport] = Field(default_factory=dict)
+    """Component name (and ``end_to_end``) -> the criteria its per-case verdicts use, defaults
+    written out."""
+
+    bottleneck: Bottleneck | None = None
+    """Failure attribution along the pipeline; ``null`` when no case has an end-to-end
+    verdict."""
 
     sections: list[dict[str, Any]] = Field(default_factory=list)
     """Extra report sections contributed by plugins."""

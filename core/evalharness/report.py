@@ -1,4 +1,5 @@
-"""Aggregation and reports: per-component metric summaries, cost, gates, report.json and .md."""
+"""Aggregation and reports: per-component metric summaries, cost, gates, the bottleneck,
+report.json and .md."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from evalharness import __version__
+from evalharness import __version__, attribution, verdicts
 from evalharness.judge.base import judge_usage
 from evalharness.models import (
+    Bottleneck,
+    CaseResult,
     ComponentReport,
     CostSummary,
     EvaluatorRun,
@@ -63,6 +66,10 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         gates.append(GateResult(name=gate.name, component=gate.component, metric=gate.metric,
                                 op=gate.op, threshold=gate.threshold, value=summary.mean,
                                 passed=gate.check(summary.mean)))
+    criteria = verdicts.criteria_for(scenario)
+    stale = [r for r in results if not r.verdicts and r.end_to_end is None]
+    if stale:  # results written before verdicts existed: judge them now, the same way
+        verdicts.apply(scenario, stale, criteria)
     judge = outcome.context.judge.identity() if outcome.context.judge else {"backend": None}
     judge["usage"] = _sum_usage([c.judge for c in components.values() if c.judge])
     report = Report(
@@ -76,6 +83,8 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                "system_errors": sum(1 for r in results if r.trace.error)},
         components=components,
         gates=gates,
+        verdict_criteria=criteria.report(),
+        bottleneck=attribution.summarise(results, criteria.judged()),
         run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
     )
@@ -238,6 +247,8 @@ def render_markdown(report: Report) -> str:
         for name, metric, s in errors:
             for reason, count in s.error_reasons.items():
                 lines.append(f"- `{name}.{metric}` × {count}: {reason}")
+    if report.bottleneck is not None:
+        lines += ["", *render_bottleneck(report)]
     lines += ["", "## Latency and tokens per component", "",
               "| component | ran | mean ms | p50 ms | p95 ms | tokens (prompt / completion) |",
               "|---|---:|---:|---:|---:|---|"]
@@ -273,8 +284,122 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(report: Report, out_dir: Path) -> dict[str, Path]:
-    paths = {"json": out_dir / "report.json", "md": out_dir / "report.md"}
+def pct(value: float | None) -> str:
+    """A share as a percentage.
+
+    >>> pct(0.6234), pct(None), pct(1.0)
+    ('62%', '—', '100%')
+    """
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def pct_ci(ci: list[float] | None) -> str:
+    """A confidence interval of a share.
+
+    >>> pct_ci([0.481, 0.75]), pct_ci(None)
+    ('48–75%', '—')
+    """
+    return "—" if ci is None else f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}%"
+
+
+def count(value: float) -> str:
+    """A failure count, fractional when parallel branches shared cases.
+
+    >>> count(3.0), count(2.5)
+    ('3', '2.5')
+    """
+    return f"{value:g}"
+
+
+def headline(bottleneck: Bottleneck) -> str:
+    """The one sentence of the bottleneck section."""
+    e2e = bottleneck.end_to_end
+    if not e2e.failed:
+        return "No case fails end to end."
+    top = bottleneck.ranking[0] if bottleneck.ranking else None
+    if top is None or not top.failures:
+        return (f"None of the {e2e.failed} failed cases starts at a failing component "
+                f"({bottleneck.unattributed} unattributed, {bottleneck.unknown} unknown).")
+    ci = f" (CI {pct_ci(top.ci95)})" if top.ci95 else ""
+    return f"{pct(top.share)} of failed cases start at {top.component}{ci}."
+
+
+def n_cases(n: int) -> str:
+    """``n cases``, singular when one.
+
+    >>> n_cases(1), n_cases(3)
+    ('1 case', '3 cases')
+    """
+    return f"{n} case" if n == 1 else f"{n} cases"
+
+
+def render_bottleneck(report: Report) -> list[str]:
+    """The report.md section on verdicts and attribution."""
+    b = report.bottleneck
+    e2e = b.end_to_end
+    crit = report.verdict_criteria.get("end_to_end")
+    rule = ""
+    if crit is not None and crit.criteria:
+        rule = (" by " + " and ".join(f"`{c}`" for c in crit.criteria) + f" ({crit.source})"
+                + (f"; {crit.note}" if crit.note else ""))
+    elif crit is not None and crit.note:
+        rule = f" by {crit.note}"
+    lines = ["## Bottleneck", "",
+             f"End to end: **{e2e.passed} of {e2e.passed + e2e.failed}** cases pass "
+             f"({pct(e2e.pass_rate)}, 95% CI {pct_ci(e2e.ci95)}){rule}."
+             + (f" {n_cases(e2e.errors)} without an end-to-end verdict (error)."
+                if e2e.errors else ""),
+             "", f"**{headline(b)}**", "",
+             "Each case that fails end to end is blamed on the first failing component on the "
+             "path its gold route requires (parallel branches share a case); shares are of the "
+             f"end-to-end failures ({e2e.failed}), with seeded bootstrap 95% CIs over those "
+             "cases "
+             "(docs/bottleneck.md).", "",
+             "| component | share of failures | 95% CI | failures | verdicts pass / fail / "
+             "n.a. / error | criteria |",
+             "|---|---:|---|---:|---|---|"]
+    for row in b.ranking:
+        v = b.verdicts.get(row.component, {})
+        c = report.verdict_criteria.get(row.component)
+        criteria = ", ".join(f"`{x}`" for x in c.criteria) + f" ({c.source})" if c else ""
+        lines.append(f"| {row.component} | {pct(row.share)} | {pct_ci(row.ci95)} | "
+                     f"{count(row.failures)} | {v.get('pass', 0)} / {v.get('fail', 0)} / "
+                     f"{v.get('not_applicable', 0)} / {v.get('error', 0)} | {criteria} |")
+    lines.append(f"| *unattributed (interaction)* | {pct(b.unattributed_share)} | "
+                 f"{pct_ci(b.unattributed_ci95)} | {b.unattributed} | | |")
+    lines.append("")
+    masked = ", ".join(f"{c} × {n}" for c, n in b.masked_by.items())
+    lines.append(f"- Masked: {n_cases(b.masked)} passed end to end although a component on "
+                 "the path failed" + (f" ({masked})." if masked else "."))
+    if b.unknown:
+        lines.append(f"- Unknown: {n_cases(b.unknown)} could not be attributed: a verdict on "
+                     "the path (or the end-to-end one) is an error.")
+    silent = [name for name, c in report.verdict_criteria.items()
+              if name != "end_to_end" and not c.criteria]
+    if silent:
+        lines.append(f"- No verdict (no usable criterion): {', '.join(silent)}.")
+    worst = {c: cases for c, cases in b.worst_cases.items() if cases}
+    if worst:
+        lines += ["", "### Worst cases per component", ""]
+        for component, cases in worst.items():
+            lines.append(f"**{component}**")
+            lines.append("")
+            for w in cases:
+                lines.append(f"- `{w.case}`: {w.reason}")
+            lines.append("")
+        lines.pop()
+    return lines
+
+
+def write_reports(report: Report, out_dir: Path,
+                  results: Sequence[CaseResult]) -> dict[str, Path]:
+    """report.json, report.md and report.html (which also shows ``results``: the failed cases
+    with their traces)."""
+    from evalharness.html import render_html
+
+    paths = {"json": out_dir / "report.json", "md": out_dir / "report.md",
+             "html": out_dir / "report.html"}
     paths["json"].write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(render_markdown(report), encoding="utf-8")
+    paths["html"].write_text(render_html(report, results), encoding="utf-8")
     return paths

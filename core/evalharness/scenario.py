@@ -126,6 +126,12 @@ class ScenarioFile(_Strict):
     gates: list[str] = Field(default_factory=list)
     """Conditions the run must meet, e.g. ``retriever.recall@5 >= 0.8``."""
 
+    verdicts: dict[str, str | list[str]] = Field(default_factory=dict)
+    """Component name (or ``end_to_end``) -> the criterion, or list of criteria that must all
+    hold, of its per-case verdict, e.g. ``recall@5 >= 0.8``; ``end_to_end`` takes
+    ``component.metric OP number``. Components left out get their kind's default; ``[]`` gives
+    a component no verdict (docs/bottleneck.md)."""
+
     plugins: list[str] = Field(default_factory=list)
     """Local plugin files to load, relative to the scenario file."""
 
@@ -173,6 +179,32 @@ class Gate:
         }[self.op]
 
 
+END_TO_END = "end_to_end"
+"""The key of the end-to-end criterion under ``verdicts:``."""
+
+
+def parse_criterion(text: str, component: str) -> Gate | None:
+    """Parse a verdict criterion ``metric OP number`` of ``component`` (the gate syntax with the
+    component implied; ``component.metric OP number`` is accepted too); ``None`` if it does not
+    have that shape. The criterion's name is the text as written.
+
+    >>> parse_criterion("recall@5 >= 0.8", "retriever")
+    Gate(name='recall@5 >= 0.8', component='retriever', metric='recall@5', op='>=', threshold=0.8)
+    >>> parse_criterion("retriever.recall@5 >= 0.8", "retriever").metric
+    'recall@5'
+    >>> parse_criterion("recall@5 is high", "retriever") is None
+    True
+    """
+    if not isinstance(text, str):
+        return None
+    gate = parse_gate(text)
+    if gate is None or gate.component != component:
+        gate = parse_gate(f"{component}.{text.strip()}")
+    if gate is None:
+        return None
+    return Gate(text.strip(), gate.component, gate.metric, gate.op, gate.threshold)
+
+
 def parse_gate(text: str) -> Gate | None:
     """Parse ``component.metric OP number``; ``None`` if it does not have that shape.
 
@@ -211,6 +243,8 @@ class Scenario:
     pipeline: Pipeline
     evaluators: list[ConfiguredEvaluator]
     gates: list[Gate]
+    verdicts: dict[str, list[Gate]] = field(default_factory=dict)
+    """The ``verdicts:`` block, validated: component (or ``end_to_end``) -> its criteria."""
     inputs_sha256: str = ""
     traces: dict[str, Trace] | None = None
     system: SystemSpec | None = None
@@ -409,6 +443,8 @@ def load_scenario(
                                  f"{hint}")
         gates.append(gate)
 
+    verdicts = _configure_verdicts(spec, pipeline, configured, problems)
+
     inputs = [p for p in (*plugin_files, db_build, corpus_path) if p is not None]
     if isinstance(spec.cases, str):
         inputs.append(resolve(spec.cases))
@@ -419,7 +455,8 @@ def load_scenario(
     return Scenario(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
         inputs_sha256=_fingerprint(raw, inputs, db_path),
-        pipeline=pipeline, evaluators=configured, gates=gates, traces=traces, system=system,
+        pipeline=pipeline, evaluators=configured, gates=gates, verdicts=verdicts,
+        traces=traces, system=system,
         database_path=db_path, database_build=db_build, corpus_path=corpus_path,
         plugin_files=plugin_files,
     )
@@ -507,6 +544,51 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                 produced[metric] = name
             out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
                                            metrics, evaluator))
+    return out
+
+
+def _configure_verdicts(spec: ScenarioFile, pipeline: Pipeline,
+                        configured: list[ConfiguredEvaluator],
+                        problems: _Problems) -> dict[str, list[Gate]]:
+    """Validate the ``verdicts:`` block like gates: every criterion parses and reads a metric
+    one of the component's configured evaluators produces."""
+    out: dict[str, list[Gate]] = {}
+    for key, entry in spec.verdicts.items():
+        if key != END_TO_END and key not in pipeline.components:
+            raise problems.error(("verdicts", key), f"{key!r} is not a component of the "
+                                 f"pipeline; components: {', '.join(pipeline.order)}, or "
+                                 f"`{END_TO_END}` for the end-to-end verdict")
+        texts = [(("verdicts", key), entry)] if isinstance(entry, str) else [
+            (("verdicts", key, i), text) for i, text in enumerate(entry)]
+        criteria = []
+        for loc, text in texts:
+            if key == END_TO_END:
+                criterion = parse_gate(text)
+                if criterion is None:
+                    raise problems.error(loc, f"{text!r} is not an end-to-end criterion; write "
+                                         "`component.metric OP number` with OP one of >=, <=, "
+                                         ">, <, ==, e.g. `generator.correctness_f1 >= 0.5`")
+                if criterion.component not in pipeline.components:
+                    raise problems.error(loc, f"{criterion.component!r} is not a component of "
+                                         f"the pipeline; components: "
+                                         f"{', '.join(pipeline.order)}")
+            else:
+                criterion = parse_criterion(text, key)
+                if criterion is None:
+                    raise problems.error(loc, f"{text!r} is not a criterion; write "
+                                         "`metric OP number` with OP one of >=, <=, >, <, ==, "
+                                         "e.g. `recall@5 >= 0.8`")
+            produced = [m for e in configured if e.component == criterion.component
+                        for m in e.metrics]
+            if criterion.metric not in produced:
+                close = difflib.get_close_matches(criterion.metric, produced, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise problems.error(loc, f"component {criterion.component!r} has no metric "
+                                     f"{criterion.metric!r}; its evaluators produce: "
+                                     f"{', '.join(produced) or 'nothing (configure one under `evaluators:`)'}."
+                                     f"{hint}")
+            criteria.append(criterion)
+        out[key] = criteria
     return out
 
 

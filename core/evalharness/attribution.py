@@ -1,0 +1,260 @@
+"""Failure attribution: which component a failed case starts at, and the bottleneck ranking.
+
+For a case that fails end to end, the components the *gold* route requires are walked in
+pipeline order; the root causes are the failing components none of whose upstream components
+on that path fails (or has an unknown verdict). A misrouted case therefore blames the router
+even though the branch it needed never ran, and two failing parallel branches share the case.
+See docs/bottleneck.md.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from evalharness.models import (
+    Attribution,
+    Bottleneck,
+    CaseResult,
+    EndToEndSummary,
+    MetricValue,
+    RankedComponent,
+    Verdict,
+    WorstCase,
+)
+from evalharness.pipeline import Pipeline
+from evalharness.stats import bootstrap_ci, seed_for
+
+WORST_CASES = 5
+"""How many cases the report lists per component."""
+
+STATUSES = ("pass", "fail", "not_applicable", "error")
+
+
+def upstream(pipeline: Pipeline) -> dict[str, set[str]]:
+    """Component -> every component upstream of it (``after`` edges and router routes,
+    transitively).
+
+    >>> from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec
+    >>> p = Pipeline({n: ComponentSpec(**c) for n, c in SHOP_PIPELINE.items()})
+    >>> sorted(upstream(p)["generator"]), sorted(upstream(p)["text2sql"])
+    (['retriever', 'router', 'text2sql'], ['router'])
+    """
+    direct = {name: set(spec.after) for name, spec in pipeline.components.items()}
+    for name, spec in pipeline.components.items():
+        for targets in spec.routes.values():
+            for target in targets:
+                direct.setdefault(target, set()).add(name)
+    out: dict[str, set[str]] = {}
+    for name in pipeline.order:  # topological: a component's parents are done before it
+        out[name] = set(direct.get(name, ()))
+        for parent in direct.get(name, ()):
+            out[name] |= out.get(parent, set())
+    return out
+
+
+def gold_path(pipeline: Pipeline, result: CaseResult) -> list[str]:
+    """The components the case's gold route requires, in pipeline order.
+
+    A component behind a route (a router's ``routes``) is required when one of the case's gold
+    routes lists it; without gold routes, when it ran. Any other component is required when it
+    has no ``after``, when one of its ``after`` components is required, or when it ran — so the
+    generator after text2sql | retriever is always required, while a reranker after the
+    retriever is not on a SQL-only path.
+    """
+    routes = pipeline.routes()
+    routed = {c for targets in routes.values() for c in targets}
+    gold = result.case.gold.routes
+    wanted = {c for r in gold or () for c in routes.get(r, ())}
+    required: dict[str, bool] = {}
+    for name in pipeline.order:
+        comp = result.components.get(name)
+        ran = comp is not None and comp.status != "not_run"
+        spec = pipeline.components[name]
+        if name in routed:
+            required[name] = name in wanted if gold is not None else ran
+        else:
+            required[name] = (not spec.after or ran
+                              or any(required.get(d, False) for d in spec.after))
+    return [name for name in pipeline.order if required[name]]
+
+
+def attribute(pipeline: Pipeline, result: CaseResult, path: Sequence[str],
+              ups: dict[str, set[str]] | None = None) -> Attribution | None:
+    """Where the case's end-to-end outcome comes from; ``None`` without an end-to-end verdict.
+
+    Reads ``result.verdicts`` and ``result.end_to_end`` (set by :mod:`evalharness.verdicts`);
+    ``path`` is :func:`gold_path`, ``ups`` :func:`upstream` (computed when not given).
+    """
+    e2e = result.end_to_end
+    if e2e is None:
+        return None
+    verdicts = result.verdicts
+    on_path = [c for c in path if c in verdicts]
+    failing = [c for c in on_path if verdicts[c].status == "fail"]
+    if e2e.status == "error":
+        return Attribution(kind="unknown", failing=failing, path=on_path,
+                           reason=f"the end-to-end verdict is an error: {e2e.reason}")
+    if e2e.status != "fail":
+        if failing:
+            return Attribution(kind="masked", failing=failing, path=on_path,
+                               reason="passes end to end although "
+                               + "; ".join(f"{c} fails ({verdicts[c].reason})" for c in failing))
+        return Attribution(kind="passed", path=on_path,
+                           reason="passes end to end; no component on the path fails")
+    ups = ups if ups is not None else upstream(pipeline)
+    bad = {c for c in on_path if verdicts[c].status in ("fail", "error")}
+    first = [c for c in on_path if not (ups.get(c, set()) & bad)]
+    roots = [c for c in first if verdicts[c].status == "fail"]
+    unknown = [c for c in first if verdicts[c].status == "error"]
+    if roots:
+        share = 1 / len(roots)
+        lead = (f"{roots[0]} fails first" if len(roots) == 1 else
+                f"{' and '.join(roots)} fail in parallel branches (sharing the blame)")
+        detail = "; ".join(f"{c}: {verdicts[c].reason}" for c in roots)
+        also = (f" ({', '.join(unknown)}: verdict unknown, {verdicts[unknown[0]].reason})"
+                if unknown else "")
+        return Attribution(kind="attributed", root_causes=roots,
+                           shares={c: share for c in roots}, failing=failing, path=on_path,
+                           reason=f"{lead}: {detail}{also}")
+    if unknown:
+        return Attribution(kind="unknown", failing=failing, path=on_path,
+                           reason="fails end to end, but where it starts is unknown: "
+                           + "; ".join(f"{c}: {verdicts[c].reason}" for c in unknown))
+    return Attribution(kind="unattributed", failing=failing, path=on_path,
+                       reason="fails end to end although every component on the path passes "
+                       "(an interaction)")
+
+
+# --------------------------------------------------------------------------------------------
+# The run's bottleneck
+# --------------------------------------------------------------------------------------------
+
+
+def _ci(values: list[float], *names: str) -> list[float] | None:
+    ci = bootstrap_ci(values, seed=seed_for("bottleneck", *names))
+    return None if ci is None else [ci[0], ci[1]]
+
+
+def summarise(results: Sequence[CaseResult], components: Sequence[str]) -> Bottleneck | None:
+    """The bottleneck of a run: end-to-end pass rate, components ranked by their share of the
+    end-to-end failures (with seeded bootstrap CIs over the failing cases), unattributed,
+    unknown and masked cases, verdict counts and the worst cases per component.
+
+    ``components``: those with a verdict, in pipeline order. ``None`` when no case has an
+    end-to-end verdict.
+    """
+    judged = [r for r in results if r.end_to_end is not None]
+    if not judged:
+        return None
+    outcome = Counter(r.end_to_end.status for r in judged)
+    decided = [1.0 if r.end_to_end.status == "pass" else 0.0 for r in judged
+               if r.end_to_end.status in ("pass", "fail")]
+    failed = [r for r in judged if r.end_to_end.status == "fail"]
+    n_failed = len(failed)
+    end_to_end = EndToEndSummary(
+        cases=len(judged), passed=outcome["pass"], failed=outcome["fail"],
+        errors=outcome["error"],
+        pass_rate=sum(decided) / len(decided) if decided else None,
+        ci95=_ci(decided, "end_to_end"))
+
+    ranking = []
+    for component in components:
+        shares = [(r.attribution.shares.get(component, 0.0) if r.attribution else 0.0)
+                  for r in failed]
+        total = sum(shares)
+        ranking.append(RankedComponent(
+            component=component, share=total / n_failed if n_failed else None,
+            ci95=_ci(shares, component), failures=round(total, 6)))
+    order = {c: i for i, c in enumerate(components)}
+    ranking.sort(key=lambda row: (-(row.share or 0.0), order[row.component]))
+
+    kinds = Counter(r.attribution.kind for r in judged if r.attribution)
+    unattributed = [1.0 if r.attribution and r.attribution.kind == "unattributed" else 0.0
+                    for r in failed]
+    masked_by = Counter(c for r in judged if r.attribution and r.attribution.kind == "masked"
+                        for c in r.attribution.failing)
+    verdicts = {c: {s: 0 for s in STATUSES} for c in components}
+    for r in results:
+        for c, v in r.verdicts.items():
+            if c in verdicts:
+                verdicts[c][v.status] += 1
+    return Bottleneck(
+        end_to_end=end_to_end, ranking=ranking,
+        unattributed=kinds["unattributed"],
+        unattributed_share=kinds["unattributed"] / n_failed if n_failed else None,
+        unattributed_ci95=_ci(unattributed, "unattributed"),
+        unknown=kinds["unknown"], masked=kinds["masked"],
+        masked_by={c: masked_by[c] for c in components if masked_by[c]},
+        verdicts=verdicts,
+        worst_cases={c: worst_cases(results, c) for c in components})
+
+
+def worst_cases(results: Sequence[CaseResult], component: str,
+                limit: int = WORST_CASES) -> list[WorstCase]:
+    """Up to ``limit`` cases attributed to ``component``, lowest criterion values first (by
+    the first criterion's value, then the next; a value that is missing counts as lowest), ties
+    in case order."""
+    blamed = [r for r in results if r.attribution and component in r.attribution.root_causes]
+
+    def key(r: CaseResult) -> tuple:
+        values = r.verdicts[component].values.values()
+        return tuple(float("-inf") if v is None else v for v in values)
+
+    out = []
+    for r in sorted(blamed, key=key)[:limit]:
+        verdict = r.verdicts[component]
+        evidence = _evidence(r, component, verdict)
+        reason = verdict.reason or verdict.status
+        out.append(WorstCase(case=r.case.id, values=dict(verdict.values),
+                             reason=f"{reason} — {evidence}" if evidence else reason))
+    return out
+
+
+def _evidence(result: CaseResult, component: str, verdict: Verdict, limit: int = 300) -> str:
+    """What the evaluator says about the first failing metric of the verdict: its ``reason``
+    detail, else its small details (e.g. the router's predicted and gold routes), else the
+    ``reason`` of another metric of the same evaluator (the SQL cascade explains
+    ``execution_accuracy`` under ``equivalent``)."""
+    comp = result.components.get(component)
+    if comp is None or comp.status != "evaluated":
+        return ""
+    read = verdict.failed or list(verdict.values)
+    evaluators = {comp.evaluators.get(m) for m in read}
+    siblings = [m for m, e in comp.evaluators.items() if e in evaluators and m not in read]
+    candidates = [(m, False) for m in read] + [(m, True) for m in siblings]
+    for metric, reason_only in candidates:
+        mv: MetricValue | None = comp.metrics.get(metric)
+        if mv is None or mv.error is not None:
+            continue
+        text = _describe(mv.details, reason_only=reason_only)
+        if text:
+            text = text if not reason_only else f"{metric}: {text}"
+            return text if len(text) <= limit else text[: limit - 1] + "…"
+    return ""
+
+
+def _describe(details: dict[str, Any], *, reason_only: bool = False) -> str:
+    """A short text from a metric's details.
+
+    >>> _describe({"predicted": ["blog"], "gold": ["blog", "sql"], "judge": {"x": 1}})
+    "predicted ['blog'], gold ['blog', 'sql']"
+    >>> _describe({"reason": "different rows", "stage": "execute"})
+    'different rows'
+    """
+    reason = details.get("reason")
+    if isinstance(reason, str) and reason:
+        return reason
+    if reason_only:
+        return ""
+    parts = []
+    for key, value in details.items():
+        if key in ("judge", "judgments"):
+            continue
+        if isinstance(value, (str, int, float, bool)) or (
+                isinstance(value, list) and all(isinstance(x, (str, int, float)) for x in value)):
+            text = repr(value)
+            if len(text) <= 80:
+                parts.append(f"{key} {text}")
+    return ", ".join(parts)

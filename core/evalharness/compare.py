@@ -1,0 +1,692 @@
+"""Comparing two runs: per component and metric, a paired delta with its CI and a p-value.
+
+Two output folders of ``evalharness scenario`` (each holding ``results.jsonl`` and
+``report.json``) are compared case by case: for every metric, the cases where *both* runs
+computed a value are paired by case id, and the per-case differences ``B − A`` give
+
+- the delta: their mean;
+- its 95% CI: a seeded percentile bootstrap of that mean (:func:`stats.bootstrap_ci`);
+- a p-value: a two-sided paired permutation test (:func:`stats.paired_permutation_p`).
+
+A metric *regressed* when its delta points the bad way (see :func:`direction`) with
+``p < alpha``. The command exits 1 when a metric gated in B's scenario regressed. See
+docs/compare.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalharness.context import jsonl_error, read_jsonl
+from evalharness.errors import InputError
+from evalharness.models import SCHEMA_VERSION, CaseResult
+from evalharness.report import fmt
+from evalharness.stats import (
+    EXACT_MAX,
+    PERMUTATIONS,
+    RESAMPLES,
+    bootstrap_ci,
+    paired_permutation_p,
+    seed_for,
+)
+
+COMPARISON_SCHEMA_VERSION = "1"
+"""Version of the ``comparison.json`` format."""
+
+# --------------------------------------------------------------------------------------------
+# Which way is better: the one place that decides
+# --------------------------------------------------------------------------------------------
+
+LOWER_IS_BETTER = frozenset({"latency_ms", "total_tokens", "exec_time_ratio", "brier",
+                             "abstention"})
+"""Metrics where a smaller value is better (besides every name starting with ``ece``)."""
+
+LOWER_IS_BETTER_PREFIXES = ("ece",)
+"""Name prefixes of lower-is-better metrics (expected calibration error and its variants)."""
+
+NEUTRAL = frozenset({"answer_words"})
+"""Metrics with no better direction: a change is reported, never flagged as a regression."""
+
+Direction = Literal["higher", "lower", "neutral"]
+
+
+def direction(metric: str) -> Direction:
+    """Which way is better for a metric (by name; cutoffs like ``@5`` are part of the name).
+
+    >>> direction("recall@5"), direction("latency_ms"), direction("ece@10")
+    ('higher', 'lower', 'lower')
+    >>> direction("answer_words")
+    'neutral'
+    """
+    if metric in NEUTRAL:
+        return "neutral"
+    if metric in LOWER_IS_BETTER or metric.startswith(LOWER_IS_BETTER_PREFIXES):
+        return "lower"
+    return "higher"
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison record
+# --------------------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+Status = Literal["improved", "regressed", "changed", "not_significant", "not_comparable",
+                 "no_pairs"]
+
+
+class RunInfo(_Model):
+    """One of the two runs, as its report.json describes it."""
+
+    path: str
+    """The run's output folder."""
+
+    scenario: str | None
+    """Scenario name."""
+
+    scenario_sha256: str | None
+    """sha256 of the scenario file."""
+
+    judge: dict[str, Any]
+    """The judge's identity: ``backend``, ``model``, ``embedding_model``, ``label``."""
+
+    cases: int
+    """Cases in the run's results.jsonl."""
+
+
+class CaseOverlap(_Model):
+    """Which cases the two runs share (by case id)."""
+
+    both: int
+    """Cases present in both runs."""
+
+    only_a: list[str] = Field(default_factory=list)
+    """Ids of cases only in run A."""
+
+    only_b: list[str] = Field(default_factory=list)
+    """Ids of cases only in run B."""
+
+    changed: list[str] = Field(default_factory=list)
+    """Ids present in both runs whose case record (question, gold, tags, metadata) differs:
+    their values are paired anyway, but measure different things."""
+
+
+class MetricComparison(_Model):
+    """One metric of one component in both runs."""
+
+    component: str
+    """Component name."""
+
+    metric: str
+    """Metric name (a cutoff is part of it, e.g. ``recall@5``)."""
+
+    direction: Direction
+    """Which way is better: ``higher``, ``lower`` or ``neutral`` (see docs/compare.md)."""
+
+    mean_a: float | None
+    """Mean over every case where run A computed the metric (as in A's report)."""
+
+    mean_b: float | None
+    """Mean over every case where run B computed the metric (as in B's report)."""
+
+    n_a: int
+    """Cases with a computed value in A."""
+
+    n_b: int
+    """Cases with a computed value in B."""
+
+    n_paired: int
+    """Cases with a computed value in both runs: the pairs behind delta, CI and p-value."""
+
+    only_a: int
+    """Cases with a value in A but none in B (missing from B, or an error there)."""
+
+    only_b: int
+    """Cases with a value in B but none in A."""
+
+    delta: float | None
+    """Mean of the paired differences ``B − A``; ``null`` without pairs."""
+
+    ci95: list[float] | None
+    """95% paired percentile-bootstrap CI of ``delta`` (seeded by component and metric);
+    ``null`` below 2 pairs."""
+
+    p_value: float | None
+    """Two-sided paired permutation (sign-flip) test of ``delta = 0``; ``null`` without
+    pairs."""
+
+    p_method: Literal["exact", "monte_carlo"] | None
+    """``exact`` (all ``2**n`` sign patterns, up to 16 pairs) or ``monte_carlo``."""
+
+    status: Status
+    """``improved`` / ``regressed``: significant (``p < alpha``) in the good / bad direction;
+    ``changed``: significant for a neutral metric; ``not_significant``; ``not_comparable``: a
+    judged metric while the two runs' judges differ; ``no_pairs``: no case has a value in
+    both runs."""
+
+    judged: bool
+    """Whether the metric's values come from the judge (in either run)."""
+
+    gates: list[str] = Field(default_factory=list)
+    """B's gates on this metric, as written in its scenario."""
+
+
+class BottleneckShift(_Model):
+    """Whether the component holding the system back changed between the runs."""
+
+    available: bool
+    """Both report.json files carry a non-empty ``bottleneck.ranking``."""
+
+    top_a: str | None = None
+    """The top component of A's ranking."""
+
+    share_a: float | None = None
+    """Its share of the attributed failures in A."""
+
+    top_b: str | None = None
+    """The top component of B's ranking."""
+
+    share_b: float | None = None
+    """Its share of the attributed failures in B."""
+
+    moved: bool | None = None
+    """Whether the top component differs; ``null`` when not available."""
+
+    shares: dict[str, list[float | None]] = Field(default_factory=dict)
+    """Component -> ``[share in A, share in B]`` for every ranked component."""
+
+    note: str = ""
+    """Why it is not available, when it is not."""
+
+
+class Comparison(_Model):
+    """``comparison.json``: run B measured against run A, metric by metric."""
+
+    schema_version: str = COMPARISON_SCHEMA_VERSION
+    """Format version of this record."""
+
+    a: RunInfo
+    """The baseline run."""
+
+    b: RunInfo
+    """The run compared with it."""
+
+    alpha: float
+    """Significance level: a delta counts when ``p < alpha``."""
+
+    resamples: int
+    """Bootstrap resamples behind each CI."""
+
+    permutations: int
+    """Random sign patterns behind each Monte Carlo p-value (above 16 pairs)."""
+
+    cases: CaseOverlap
+    """Which cases the runs share."""
+
+    metrics: list[MetricComparison]
+    """Every metric present in both runs, in pipeline order."""
+
+    only_in_a: list[str] = Field(default_factory=list)
+    """``component.metric`` measured in A only."""
+
+    only_in_b: list[str] = Field(default_factory=list)
+    """``component.metric`` measured in B only."""
+
+    regressions: list[str] = Field(default_factory=list)
+    """``component.metric`` that regressed significantly."""
+
+    improvements: list[str] = Field(default_factory=list)
+    """``component.metric`` that improved significantly."""
+
+    gated_regressions: list[str] = Field(default_factory=list)
+    """The regressions among metrics gated in B: any makes ``evalharness compare`` exit 1."""
+
+    bottleneck: BottleneckShift
+    """Whether the bottleneck moved."""
+
+    warnings: list[str] = Field(default_factory=list)
+    """What makes the runs less comparable: different scenarios, judges, cases, evaluators."""
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a run
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What a comparison needs from one output folder."""
+
+    path: Path
+    report: dict[str, Any]
+    values: dict[tuple[str, str], dict[str, float | None]] = field(default_factory=dict)
+    """(component, metric) -> case id -> value (``None`` where the metric failed)."""
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Case id -> the case record as evaluated."""
+
+    def metric_keys(self) -> list[tuple[str, str]]:
+        """(component, metric) in the report's (pipeline) order, then any only in results."""
+        keys = [(c, m) for c, comp in self.report["components"].items()
+                if isinstance(comp, dict) for m in comp.get("metrics") or {}]
+        return keys + [k for k in self.values if k not in set(keys)]
+
+    def summary(self, component: str, metric: str) -> dict[str, Any]:
+        comp = self.report["components"].get(component)
+        found = (comp or {}).get("metrics", {}).get(metric) if isinstance(comp, dict) else None
+        return found if isinstance(found, dict) else {}
+
+
+RUN_HELP = ("give the --out folder of an `evalharness scenario` run (it holds results.jsonl "
+            "and report.json)")
+
+
+def load_run(path: Path) -> Run:
+    """Read a run's report.json and results.jsonl; every problem is an :class:`InputError`
+    naming the file (and the line)."""
+    path = Path(path)
+    if path.is_file() and path.name in ("results.jsonl", "report.json"):
+        path = path.parent
+    if not path.exists():
+        raise InputError(f"{path}: no such run folder; {RUN_HELP}")
+    if not path.is_dir():
+        raise InputError(f"{path} is a file, not a run folder; {RUN_HELP}")
+    results_path, report_path = path / "results.jsonl", path / "report.json"
+    if not results_path.is_file():
+        raise InputError(f"{path} has no results.jsonl, so it is not a run folder; {RUN_HELP}")
+    if not report_path.is_file():
+        raise InputError(f"{path} has results.jsonl but no report.json: the run did not "
+                         f"finish. Continue it with `evalharness scenario SCENARIO --out {path} "
+                         "--resume`, then compare")
+    report = _read_report(report_path)
+    run = Run(path=path, report=report)
+    seen: dict[str, int] = {}
+    for lineno, record in read_jsonl(results_path):
+        try:
+            result = CaseResult.model_validate(record)
+        except ValidationError as exc:
+            raise InputError(jsonl_error(
+                results_path, lineno, exc, record, "one case result written by `evalharness "
+                "scenario`", '{"case": {...}, "trace": {...}, "components": {...}}')) from None
+        cid = result.case.id
+        if cid in seen:
+            raise InputError(f"{results_path}, line {lineno}: case {cid!r} appears again "
+                             f"(first on line {seen[cid]}); a run holds one result per case")
+        seen[cid] = lineno
+        run.cases[cid] = result.case.model_dump(mode="json")
+        for component, comp in result.components.items():
+            for metric, value in comp.metrics.items():
+                run.values.setdefault((component, metric), {})[cid] = value.value
+    if not seen:
+        raise InputError(f"{results_path} holds no results: the run evaluated no case")
+    return run
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}, line {exc.lineno}, column {exc.colno}: not valid JSON "
+                         f"({exc.msg}); report.json is written by `evalharness scenario`"
+                         ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot be read ({exc})") from None
+    if not isinstance(report, dict) or not isinstance(report.get("components"), dict):
+        raise InputError(f"{path}: not an evalharness report (no `components` object); "
+                         "report.json is written by `evalharness scenario`")
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing
+# --------------------------------------------------------------------------------------------
+
+
+def paired_differences(a: dict[str, float | None], b: dict[str, float | None]
+                       ) -> tuple[list[str], list[float]]:
+    """Case ids with a value in both runs (sorted, so results are reproducible whatever order
+    the runs finished their cases in) and the differences ``B − A``.
+
+    >>> paired_differences({"x": 1.0, "y": 0.5, "z": None}, {"y": 1.0, "x": 0.0, "z": 1.0})
+    (['x', 'y'], [-1.0, 0.5])
+    """
+    ids = sorted(cid for cid, va in a.items() if va is not None and b.get(cid) is not None)
+    return ids, [b[cid] - a[cid] for cid in ids]
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def compare_metric(component: str, metric: str, a: dict[str, float | None],
+                   b: dict[str, float | None], *, alpha: float = 0.05,
+                   resamples: int = RESAMPLES, permutations: int = PERMUTATIONS,
+                   judged: bool = False, comparable: bool = True,
+                   gates: list[str] | None = None) -> MetricComparison:
+    """One metric's comparison from its per-case values in A and B (``None`` = failed)."""
+    ids, diffs = paired_differences(a, b)
+    computed_a = [v for v in a.values() if v is not None]
+    computed_b = [v for v in b.values() if v is not None]
+    delta = _mean(diffs)
+    ci = bootstrap_ci(diffs, seed=seed_for("compare", component, metric), resamples=resamples)
+    p = paired_permutation_p(diffs, seed=seed_for("compare-permutation", component, metric),
+                             permutations=permutations)
+    way = direction(metric)
+    if not ids:
+        status: Status = "no_pairs"
+    elif not comparable:
+        status = "not_comparable"
+    elif p is not None and p < alpha and delta:
+        if way == "neutral":
+            status = "changed"
+        else:
+            status = "improved" if (delta > 0) == (way == "higher") else "regressed"
+    else:
+        status = "not_significant"
+    paired = set(ids)
+    return MetricComparison(
+        component=component, metric=metric, direction=way,
+        mean_a=_mean(computed_a), mean_b=_mean(computed_b),
+        n_a=len(computed_a), n_b=len(computed_b), n_paired=len(ids),
+        only_a=sum(1 for c, v in a.items() if v is not None and c not in paired),
+        only_b=sum(1 for c, v in b.items() if v is not None and c not in paired),
+        delta=delta, ci95=list(ci) if ci is not None else None, p_value=p,
+        p_method=None if not ids else "exact" if len(ids) <= EXACT_MAX else "monte_carlo",
+        status=status, judged=judged, gates=list(gates or []))
+
+
+JUDGE_IDENTITY = ("backend", "model", "embedding_model")
+"""The judge fields that must agree for judged metrics to be comparable."""
+
+
+def _run_info(run: Run) -> RunInfo:
+    scenario = run.report.get("scenario") or {}
+    judge = run.report.get("judge") or {}
+    return RunInfo(path=str(run.path), scenario=scenario.get("name"),
+                   scenario_sha256=scenario.get("sha256"),
+                   judge={k: judge.get(k) for k in (*JUDGE_IDENTITY, "label") if k in judge},
+                   cases=len(run.cases))
+
+
+def select(keys: list[tuple[str, str]], patterns: list[str]) -> list[tuple[str, str]]:
+    """The ``(component, metric)`` keys matching any ``COMPONENT.METRIC`` pattern (shell-style
+    wildcards allowed); every pattern must match something.
+
+    >>> select([("router", "brier"), ("retriever", "recall@5")], ["retriever.*"])
+    [('retriever', 'recall@5')]
+    """
+    if not patterns:
+        return keys
+    chosen = []
+    for pattern in patterns:
+        if "." not in pattern:
+            raise InputError(f"--metric {pattern!r}: write COMPONENT.METRIC, e.g. "
+                             "retriever.recall@5 or 'retriever.*'")
+        hits = [k for k in keys if fnmatchcase(f"{k[0]}.{k[1]}", pattern)]
+        if not hits:
+            known = ", ".join(f"{c}.{m}" for c, m in keys[:40])
+            raise InputError(f"--metric {pattern!r} matches no metric present in both runs; "
+                             f"they have: {known}{', ...' if len(keys) > 40 else ''}")
+        chosen += [k for k in hits if k not in chosen]
+    return [k for k in keys if k in chosen]
+
+
+def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
+                 metrics: list[str] | None = None, resamples: int = RESAMPLES,
+                 permutations: int = PERMUTATIONS) -> Comparison:
+    """Compare run B with run A (both output folders of ``evalharness scenario``)."""
+    run_a, run_b = load_run(Path(a_dir)), load_run(Path(b_dir))
+    warnings = _warnings(run_a, run_b)
+    keys_a, keys_b = run_a.metric_keys(), run_b.metric_keys()
+    common = [k for k in keys_b if k in set(keys_a)]
+    chosen = select(common, list(metrics or []))
+
+    judges_differ = _judge(run_a) != _judge(run_b)
+    gates: dict[tuple[str, str], list[str]] = {}
+    for gate in run_b.report.get("gates") or []:
+        if isinstance(gate, dict) and "component" in gate and "metric" in gate:
+            gates.setdefault((gate["component"], gate["metric"]), []).append(
+                str(gate.get("name") or f"{gate['component']}.{gate['metric']}"))
+
+    rows = []
+    for component, metric in chosen:
+        judged = bool(run_a.summary(component, metric).get("judge")
+                      or run_b.summary(component, metric).get("judge"))
+        rows.append(compare_metric(
+            component, metric, run_a.values.get((component, metric), {}),
+            run_b.values.get((component, metric), {}), alpha=alpha, resamples=resamples,
+            permutations=permutations, judged=judged, comparable=not (judged and judges_differ),
+            gates=gates.get((component, metric))))
+    if judges_differ:
+        judged = [f"{r.component}.{r.metric}" for r in rows if r.judged]
+        warnings.append(
+            f"the judges differ ({_judge_text(run_a)} vs {_judge_text(run_b)}): judged metrics "
+            f"are not comparable and never count as regressions"
+            + (f" ({', '.join(judged)})" if judged else ""))
+    for key in gates:
+        if key not in set(keys_a):
+            warnings.append(f"gated metric {key[0]}.{key[1]} is not in run A: not compared")
+
+    ids_a, ids_b = set(run_a.cases), set(run_b.cases)
+    both = ids_a & ids_b
+    overlap = CaseOverlap(
+        both=len(both), only_a=sorted(ids_a - ids_b), only_b=sorted(ids_b - ids_a),
+        changed=sorted(c for c in both if run_a.cases[c] != run_b.cases[c]))
+    for label, ids in (("A", overlap.only_a), ("B", overlap.only_b)):
+        if ids:
+            warnings.append(f"{len(ids)} cases are only in run {label} ({_some(ids)}): they "
+                            "are in its mean but in no pair")
+    if overlap.changed:
+        warnings.append(f"{len(overlap.changed)} cases have the same id but a different question "
+                        f"or gold labels in the two runs ({_some(overlap.changed)}): their "
+                        "pairs compare different things")
+
+    def named(rows_, status):
+        return [f"{r.component}.{r.metric}" for r in rows_ if r.status == status]
+
+    regressions = named(rows, "regressed")
+    return Comparison(
+        a=_run_info(run_a), b=_run_info(run_b), alpha=alpha, resamples=resamples,
+        permutations=permutations, cases=overlap, metrics=rows,
+        only_in_a=[f"{c}.{m}" for c, m in keys_a if (c, m) not in set(keys_b)],
+        only_in_b=[f"{c}.{m}" for c, m in keys_b if (c, m) not in set(keys_a)],
+        regressions=regressions, improvements=named(rows, "improved"),
+        gated_regressions=[f"{r.component}.{r.metric}" for r in rows
+                           if r.status == "regressed" and r.gates],
+        bottleneck=bottleneck_shift(run_a.report, run_b.report), warnings=warnings)
+
+
+def _judge(run: Run) -> tuple:
+    judge = run.report.get("judge") or {}
+    return tuple(judge.get(k) for k in JUDGE_IDENTITY)
+
+
+def _judge_text(run: Run) -> str:
+    judge = run.report.get("judge") or {}
+    return "/".join(str(judge[k]) for k in JUDGE_IDENTITY if judge.get(k)) or "no judge"
+
+
+def _some(ids: list[str], limit: int = 5) -> str:
+    return ", ".join(ids[:limit]) + (", ..." if len(ids) > limit else "")
+
+
+def _warnings(a: Run, b: Run) -> list[str]:
+    out = []
+    sa, sb = a.report.get("scenario") or {}, b.report.get("scenario") or {}
+    if sa.get("name") != sb.get("name"):
+        out.append(f"different scenarios: A ran {sa.get('name')!r}, B ran {sb.get('name')!r}")
+    elif sa.get("sha256") != sb.get("sha256"):
+        out.append(f"the scenario file changed between the runs (sha256 "
+                   f"{str(sa.get('sha256'))[:12]} vs {str(sb.get('sha256'))[:12]})")
+    if sa.get("database_sha256") and sb.get("database_sha256") and \
+            sa["database_sha256"] != sb["database_sha256"]:
+        out.append("the databases differ (database_sha256): SQL execution metrics ran on "
+                   "different data")
+    for run in (a, b):
+        version = run.report.get("schema_version")
+        if version != SCHEMA_VERSION:
+            out.append(f"{run.path}/report.json has format version {version!r}, this "
+                       f"evalharness reads {SCHEMA_VERSION!r}")
+    crit_a, crit_b = (r.report.get("verdict_criteria") for r in (a, b))
+    if crit_a and crit_b and crit_a != crit_b:
+        out.append("the verdict criteria differ: the bottleneck rankings judge failures "
+                   "differently")
+    for component, comp_b in b.report["components"].items():
+        comp_a = a.report["components"].get(component)
+        if not isinstance(comp_a, dict) or not isinstance(comp_b, dict):
+            continue
+        evs_a = {e.get("name"): e for e in comp_a.get("evaluators") or [] if isinstance(e, dict)}
+        for ev in comp_b.get("evaluators") or []:
+            if not isinstance(ev, dict) or ev.get("name") not in evs_a:
+                continue
+            old = evs_a[ev["name"]]
+            for what in ("version", "settings"):
+                if old.get(what) != ev.get(what):
+                    out.append(f"{component}: evaluator {ev['name']!r} ran with different "
+                               f"{what} ({old.get(what)} vs {ev.get(what)})")
+    return out
+
+
+def _ranking(report: dict[str, Any]) -> list[dict[str, Any]] | None:
+    bottleneck = report.get("bottleneck")
+    ranking = bottleneck.get("ranking") if isinstance(bottleneck, dict) else None
+    if not isinstance(ranking, list) or not ranking:
+        return None
+    if not all(isinstance(r, dict) and "component" in r for r in ranking):
+        return None
+    return ranking
+
+
+def bottleneck_shift(a: dict[str, Any], b: dict[str, Any]) -> BottleneckShift:
+    """Compare the top of the two reports' ``bottleneck.ranking`` (when both have one).
+
+    >>> ra = {"bottleneck": {"ranking": [{"component": "retriever", "share": 0.6}]}}
+    >>> rb = {"bottleneck": {"ranking": [{"component": "text2sql", "share": 0.5},
+    ...                                  {"component": "retriever", "share": 0.3}]}}
+    >>> s = bottleneck_shift(ra, rb)
+    >>> s.moved, s.top_a, s.top_b, s.shares["retriever"]
+    (True, 'retriever', 'text2sql', [0.6, 0.3])
+    >>> bottleneck_shift(ra, {}).available
+    False
+    """
+    ranking_a, ranking_b = _ranking(a), _ranking(b)
+    if ranking_a is None or ranking_b is None:
+        missing = [n for n, r in (("A", ranking_a), ("B", ranking_b)) if r is None]
+        whose = "the reports of both runs have" if len(missing) == 2 else \
+            f"the report of run {missing[0]} has"
+        return BottleneckShift(available=False,
+                               note=f"not available: {whose} no bottleneck ranking")
+    shares: dict[str, list[float | None]] = {}
+    for i, ranking in enumerate((ranking_a, ranking_b)):
+        for entry in ranking:
+            shares.setdefault(str(entry["component"]), [None, None])[i] = _number(
+                entry.get("share"))
+    top_a, top_b = ranking_a[0], ranking_b[0]
+    return BottleneckShift(
+        available=True, top_a=str(top_a["component"]), share_a=_number(top_a.get("share")),
+        top_b=str(top_b["component"]), share_b=_number(top_b.get("share")),
+        moved=top_a["component"] != top_b["component"], shares=shares)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+# --------------------------------------------------------------------------------------------
+# The terminal view
+# --------------------------------------------------------------------------------------------
+
+FLAGS = {
+    "improved": "[green]▲ improved[/green]",
+    "regressed": "[bold red]▼ regressed[/bold red]",
+    "changed": "changed",
+    "not_significant": "",
+    "not_comparable": "[yellow]judge differs[/yellow]",
+    "no_pairs": "[dim]no pairs[/dim]",
+}
+MARKS = {"higher": "", "lower": " ↓", "neutral": " ·"}
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value for a table.
+
+    >>> fmt_p(0.00001), fmt_p(0.0421), fmt_p(1.0), fmt_p(None)
+    ('<0.001', '0.042', '1.000', '—')
+    """
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_delta(value: float | None, digits: int = 3) -> str:
+    """A signed difference.
+
+    >>> fmt_delta(-0.25), fmt_delta(0.0), fmt_delta(None)
+    ('-0.250', '+0.000', '—')
+    """
+    return "—" if value is None else f"{value:+.{digits}f}"
+
+
+def print_comparison(cmp: Comparison, console) -> None:
+    """The terminal view: one row per metric, the bottleneck, warnings, a verdict line."""
+    from rich.table import Table
+
+    def who(run: RunInfo) -> str:
+        judge = run.judge.get("label") or run.judge.get("backend")
+        return f"{run.path} ({run.scenario}, {run.cases} cases, judge: {judge})"
+
+    console.print(f"[bold]A[/bold] {who(cmp.a)}\n[bold]B[/bold] {who(cmp.b)}")
+    table = Table(title=f"B vs A — {cmp.cases.both} cases in both runs, α = {cmp.alpha:g}",
+                  title_justify="left")
+    table.add_column("component")
+    table.add_column("metric", no_wrap=True)
+    for col in ("A", "B", "Δ B−A", "95% CI of Δ", "p", "pairs"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    last = None
+    for r in cmp.metrics:
+        if last is not None and r.component != last:
+            table.add_section()
+        ci = "—" if r.ci95 is None else f"{fmt_delta(r.ci95[0])}…{fmt_delta(r.ci95[1])}"
+        flag = FLAGS[r.status] + (" [bold](gate)[/bold]" if r.gates and r.status == "regressed"
+                                  else "")
+        table.add_row(r.component if r.component != last else "", r.metric + MARKS[r.direction],
+                      fmt(r.mean_a), fmt(r.mean_b), fmt_delta(r.delta), ci, fmt_p(r.p_value),
+                      str(r.n_paired), flag)
+        last = r.component
+    console.print(table)
+    console.print("[dim]Δ: mean of B − A over the cases with a value in both runs; CI: paired "
+                  "bootstrap; p: two-sided paired permutation test (exact up to "
+                  f"{EXACT_MAX} pairs). ↓ lower is better, · no better direction.[/dim]")
+    bn = cmp.bottleneck
+    if bn.available:
+        verdict = "[bold]moved[/bold]" if bn.moved else "did not move"
+        console.print(f"bottleneck: A {bn.top_a} ({fmt(bn.share_a, 2)}) → B {bn.top_b} "
+                      f"({fmt(bn.share_b, 2)}): {verdict}")
+        console.print("[dim]shares of the failures, A → B: " + ", ".join(
+            f"{c} {fmt(sa, 2)} → {fmt(sb, 2)}" for c, (sa, sb) in bn.shares.items()) + "[/dim]")
+    else:
+        console.print(f"bottleneck: {bn.note}")
+    for extra, label in ((cmp.only_in_a, "A"), (cmp.only_in_b, "B")):
+        if extra:
+            console.print(f"measured in run {label} only (not compared): {', '.join(extra)}")
+    for warning in cmp.warnings:
+        console.print(f"[yellow]warning: {warning}[/yellow]", highlight=False)
+    n_reg, n_imp = len(cmp.regressions), len(cmp.improvements)
+    line = (f"{n_reg} regression{'s' * (n_reg != 1)}, {n_imp} improvement{'s' * (n_imp != 1)} "
+            f"at α = {cmp.alpha:g}")
+    if cmp.gated_regressions:
+        console.print(f"{line}; [bold red]gated metric regressed: "
+                      f"{', '.join(cmp.gated_regressions)}[/bold red]")
+    else:
+        console.print(f"{line}; no gated metric regressed")
