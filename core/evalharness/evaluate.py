@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,7 +34,7 @@ def evaluate_batch(
     warned = warned if warned is not None else set()
     results = [CaseResult(case=case, trace=trace) for case, trace in pairs]
     host = scenario.host
-    calls = []  # (component, hook, configured evaluator, applicable, batch, context)
+    calls: list[_Call] = []
     for component in scenario.pipeline.order:
         kind = host.component_kind(scenario.pipeline.kind(component))
         applicable: list[tuple[int, Case, Any]] = []
@@ -56,27 +56,39 @@ def evaluate_batch(
                           pipeline=context.pipeline, component=component, extras=context.extras,
                           traces={case.id: trace for case, trace in pairs})
         for configured in scenario.evaluators_on(component):
-            calls.append((component, kind.hook, configured, applicable, batch, ctx))
+            calls.append(_Call(component, kind.hook, configured, applicable, batch, ctx))
 
     # Evaluators that wait on the judge run side by side, so the judge's concurrency limit is
     # filled across metrics (faithfulness's second round overlaps relevancy's embeddings);
     # the others run here, in order. Results are merged in configuration order either way.
-    judged = [c for c in calls if c[2].evaluator.needs_judge and context.judge is not None]
+    def run(call: _Call):
+        return _call(scenario, call.hook, call.configured, call.batch, call.context, warned)
+
+    judged = {n for n, c in enumerate(calls)
+              if c.configured.evaluator.needs_judge and context.judge is not None}
     with ThreadPoolExecutor(max_workers=max(1, len(judged))) as pool:
-        futures = {id(c): pool.submit(_call, scenario, c[1], c[2], c[4], c[5], warned)
-                   for c in judged}
-        outputs = {id(c): _call(scenario, c[1], c[2], c[4], c[5], warned)
-                   for c in calls if id(c) not in futures}
-        outputs.update({key: future.result() for key, future in futures.items()})
-    for call in calls:
-        component, _, configured, applicable, _, _ = call
-        for (i, _, _), row in zip(applicable, outputs[id(call)], strict=True):
-            target = results[i].components[component]
+        futures = {n: pool.submit(run, calls[n]) for n in judged}
+        outputs = {n: run(c) for n, c in enumerate(calls) if n not in judged}
+        outputs.update({n: future.result() for n, future in futures.items()})
+    for n, call in enumerate(calls):
+        for (i, _, _), row in zip(call.applicable, outputs[n], strict=True):
+            target = results[i].components[call.component]
             for metric, value in row.items():
                 target.metrics[metric] = value
-                target.evaluators[metric] = configured.name
+                target.evaluators[metric] = call.configured.name
     # Verdicts and attribution read only this case's metrics, so they are stored with it.
     return verdicts.apply(scenario, results)
+
+
+class _Call(NamedTuple):
+    """One evaluator to run on one component's batch."""
+
+    component: str
+    hook: str
+    configured: ConfiguredEvaluator
+    applicable: list[tuple[int, Case, Any]]
+    batch: list[tuple[Case, Any]]
+    context: EvalContext
 
 
 def _step_of(trace: Trace, component: str, model: type[BaseModel]) -> tuple[Any, str | None]:
