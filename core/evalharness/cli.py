@@ -53,8 +53,10 @@ def cli() -> None:
     Examples:
       evalharness scenario scenarios/shop.yaml            run the shop scenario
       evalharness scenario scenarios/shop.yaml --out run/ --concurrency 8
+      evalharness compare runs/base runs/candidate        did anything regress?
       evalharness plugins --json                          what is installed
       evalharness schema trace                            JSON Schema of a trace
+      evalharness trec qrels.txt run.txt -m map -m ndcg_cut_10   trec_eval-style
     """
 
 
