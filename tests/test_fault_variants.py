@@ -146,3 +146,30 @@ def test_each_fault_changes_only_its_component():
         upstream = {"router": set(), "text2sql": {"router"}, "retriever": {"router"},
                     "generator": {"router", "text2sql", "retriever"}}[fault]
         assert not changed & upstream, (fault, changed)
+
+
+def _headroom(report: dict) -> dict[str, dict]:
+    return {row["oracle"]: row for row in report["bottleneck"]["headroom"]}
+
+
+@pytest.mark.parametrize("fault", ["router", "text2sql", "retriever"])
+def test_oracle_headroom_grows_where_the_fault_is(runs, fault):
+    """Replacing the degraded component by its gold repairs more cases than it does for the
+    reference assistant: the counterfactual agrees with the attribution."""
+    base, variant = _headroom(_report(runs["baseline"])), _headroom(_report(runs[fault]))
+    assert variant[fault]["fixed"] > base[fault]["fixed"], (variant[fault], base[fault])
+    assert all(row["errors"] == 0 for row in variant.values()), variant
+    single = [row for row in variant.values() if len(row["components"]) == 1
+              and row["gain"] is not None]
+    assert variant[fault]["gain"] == max(row["gain"] for row in single), single
+
+
+def test_upstream_oracles_cannot_rescue_an_inventing_generator(runs):
+    """With every upstream component perfect at once, the generator fault's assistant passes
+    fewer cases than the reference assistant does with no oracle at all: what limits it is
+    downstream of every oracle."""
+    variant, base = _report(runs["generator"]), _report(runs["baseline"])
+    every = _headroom(variant)["router+text2sql+retriever"]
+    assert every["errors"] == 0 and every["pass_rate"] is not None
+    assert every["pass_rate"] < base["bottleneck"]["end_to_end"]["pass_rate"], every
+    assert _headroom(variant)["generator"]["gain"] is None  # no plugin has a generator oracle

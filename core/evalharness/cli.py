@@ -23,7 +23,10 @@ from evalharness.report import (
     count,
     fmt,
     fmt_ci,
+    gain,
     headline,
+    headroom_of,
+    headroom_sentence,
     n_cases,
     pct,
     pct_ci,
@@ -65,13 +68,16 @@ class BarProgress(Progress):
 
     def __init__(self, enabled: bool) -> None:
         self.bar = RichProgress(
-            TextColumn("[bold]cases"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(),
             console=Console(stderr=True), transient=True, disable=not enabled)
         self.task = None
 
-    def start(self, total: int, done: int) -> None:
+    def start(self, total: int, done: int, label: str = "cases") -> None:
+        if self.task is not None:  # a new phase (the oracle reruns): one bar at a time
+            self.bar.remove_task(self.task)
         self.bar.start()
-        self.task = self.bar.add_task("cases", total=total, completed=done)
+        self.task = self.bar.add_task(label, total=total, completed=done)
 
     def advance(self, n: int = 1) -> None:
         self.bar.advance(self.task, n)
@@ -96,12 +102,19 @@ class BarProgress(Progress):
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the judge cache.")
 @click.option("--refresh-cache", is_flag=True,
               help="Ask the judge again and overwrite what the cache holds.")
+@click.option("--no-headroom", is_flag=True,
+              help="Skip the oracle reruns of failed cases (headroom per component).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
 def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: bool,
              plugins: tuple[str, ...], judge_backend: str | None,
              judge_concurrency: int | None, no_cache: bool, refresh_cache: bool,
-             quiet: bool) -> None:
-    """Run the scenario in PATH and write results.jsonl, report.json and report.md.
+             no_headroom: bool, quiet: bool) -> None:
+    """Run the scenario in PATH and write results.jsonl, report.json, report.md and
+    report.html.
+
+    When the system accepts `overrides`, the cases that fail end to end are then run again
+    with each component's output replaced by its gold (headroom.jsonl): the bottleneck table's
+    headroom column.
 
     Exit code 0 when every gate passes, 1 when a gate fails, 2 for invalid input,
     130 when interrupted (rerun with --resume to continue).
@@ -111,6 +124,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
       evalharness scenario scenarios/shop.yaml
       evalharness scenario scenarios/shop.yaml --out run/ --plugin ./my_checks.py
       evalharness scenario scenarios/shop.yaml --out run/ --resume
+      evalharness scenario scenarios/shop.yaml --no-headroom -q
     """
     if no_cache and refresh_cache:
         raise InputProblem("--no-cache and --refresh-cache exclude each other: the first "
@@ -133,7 +147,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
     progress = BarProgress(enabled=not quiet and sys.stderr.isatty())
     try:
         outcome = asyncio.run(run(loaded, out_dir, concurrency=concurrency, resume=resume,
-                                  progress=progress))
+                                  progress=progress, headroom=not no_headroom))
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
     except KeyboardInterrupt:
@@ -181,15 +195,19 @@ def print_summary(report: Report, console: Console) -> None:
         print_bottleneck(report, console)
     cost = Table(title="latency and tokens", title_justify="left")
     cost.add_column("component")
-    for col in ("ran", "p50 ms", "p95 ms", "tokens", "judge requests"):
+    for col in ("ran", "p50 ms", "p95 ms", "% of latency", "tokens", "% of tokens",
+                "judge requests"):
         cost.add_column(col, justify="right", no_wrap=True)
     for name, comp in report.components.items():
         c = comp.cost
         cost.add_row(name, str(c.steps), fmt(c.latency_ms["p50"], 1), fmt(c.latency_ms["p95"], 1),
-                     str(c.tokens["total"]), str(comp.judge["requests"]) if comp.judge else "—")
+                     pct(c.latency_share), str(c.tokens["total"]), pct(c.token_share),
+                     str(comp.judge["requests"]) if comp.judge else "—")
     console.print(cost)
     if report.judge.get("usage"):
         console.print(f"judge: {usage_line(report.judge['usage'])}")
+    if report.judge.get("headroom_usage"):
+        console.print(f"judge, oracle reruns: {usage_line(report.judge['headroom_usage'])}")
     if report.cases["system_errors"]:
         console.print(f"[yellow]{report.cases['system_errors']} of {report.cases['total']} cases "
                       "failed in the system under test: their components did not run and are "
@@ -211,14 +229,21 @@ def print_bottleneck(report: Report, console: Console) -> None:
     table = Table(title=f"bottleneck — {e2e.failed} of {e2e.passed + e2e.failed} cases fail "
                         "end to end", title_justify="left")
     table.add_column("component")
-    for col in ("share", "95% CI", "failures"):
+    for col in ("share", "95% CI", "failures", "headroom (95% CI)"):
         table.add_column(col, justify="right", no_wrap=True)
+    single, combined = headroom_of(b)
     for row in b.ranking:
-        table.add_row(row.component, pct(row.share), pct_ci(row.ci95), count(row.failures))
+        table.add_row(row.component, pct(row.share), pct_ci(row.ci95), count(row.failures),
+                      gain(single.get(row.component)))
     table.add_section()
     table.add_row("[dim]unattributed (interaction)[/dim]", pct(b.unattributed_share),
-                  pct_ci(b.unattributed_ci95), str(b.unattributed))
+                  pct_ci(b.unattributed_ci95), str(b.unattributed), "")
+    if combined is not None:
+        table.add_row("[dim]every oracle at once[/dim]", "", "", "", gain(combined))
     console.print(table)
+    sentence = headroom_sentence(b)
+    if sentence:
+        console.print(sentence)
     masked = ", ".join(f"{c} {n}" for c, n in b.masked_by.items())
     console.print(f"{headline(b)} End-to-end pass rate {pct(e2e.pass_rate)} (CI "
                   f"{pct_ci(e2e.ci95)}). Masked: {n_cases(b.masked)} passed end to end although "

@@ -21,3 +21,9 @@ class InputError(EvalHarnessError):
 
 class RunError(EvalHarnessError):
     """A run cannot proceed (e.g. ``--resume`` on the output of a different scenario)."""
+
+
+class NoOracle(Exception):  # noqa: N818 - it is a signal, not a failure of the run
+    """Raised by an :func:`~evalharness.hookspecs.oracle_output` implementation when a case
+    lacks the gold its component's oracle output is built from; the message says which.
+    Not an :class:`EvalHarnessError`: the run records it per case and goes on."""

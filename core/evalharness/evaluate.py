@@ -29,8 +29,12 @@ def evaluate_batch(
     pairs: Sequence[tuple[Case, Trace]],
     *,
     warned: set[str] | None = None,
+    only: set[tuple[str, str]] | None = None,
 ) -> list[CaseResult]:
-    """Evaluate every component of the pipeline on a batch; one :class:`CaseResult` per pair."""
+    """Evaluate every component of the pipeline on a batch; one :class:`CaseResult` per pair.
+
+    ``only``: (component, metric) pairs; evaluators producing none of them are skipped (the
+    oracle reruns need only what the verdicts read)."""
     warned = warned if warned is not None else set()
     results = [CaseResult(case=case, trace=trace) for case, trace in pairs]
     host = scenario.host
@@ -56,6 +60,8 @@ def evaluate_batch(
                           pipeline=context.pipeline, component=component, extras=context.extras,
                           traces={case.id: trace for case, trace in pairs})
         for configured in scenario.evaluators_on(component):
+            if only is not None and not any((component, m) in only for m in configured.metrics):
+                continue
             calls.append(_Call(component, kind.hook, configured, applicable, batch, ctx))
 
     # Evaluators that wait on the judge run side by side, so the judge's concurrency limit is

@@ -241,6 +241,43 @@ def evaluate_generator(
 
 
 # --------------------------------------------------------------------------------------------
+# Oracle headroom: called for the cases that fail end to end, once per component.
+# --------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def oracle_output(component: str, kind: str, case: Case,
+                  context: EvalContext) -> dict[str, Any] | None:
+    """What ``component`` would output for ``case`` if it were perfect, built from the gold.
+
+    Called after a run whose system accepts ``overrides`` (see docs/bottleneck.md), for each
+    case that failed end to end and each component of the pipeline: the case is run again
+    with this output imposed on the component, and if it then passes end to end, fixing the
+    component would have fixed the case (the component's *headroom*).
+
+    :param component: the component's name in the pipeline.
+    :param kind: its kind (``router``, ``text2sql``, ``retriever``, ``generator``, or a kind
+        a plugin registered).
+    :param case: the case; its ``gold`` holds what the output is built from.
+    :param context: the run's context (the database to run gold SQL on, the corpus).
+    :returns: fields of the kind's step model as the system should take them (e.g.
+        ``{"routes": ["sql"]}``), or ``None`` when this plugin has no oracle for ``kind``.
+        Raise :class:`evalharness.errors.NoOracle` with the reason when it has one but the
+        case lacks the gold it needs. First non-``None`` result wins.
+
+    Example::
+
+        @hookimpl
+        def oracle_output(kind, case):
+            if kind == "reranker":
+                if case.gold.relevant is None:
+                    raise NoOracle("the case has no relevance labels (gold.relevant)")
+                return {"ids": sorted(case.gold.relevant, key=case.gold.relevant.get,
+                                      reverse=True)}
+    """
+
+
+# --------------------------------------------------------------------------------------------
 # Reporting: called once per run, after every case is evaluated.
 # --------------------------------------------------------------------------------------------
 

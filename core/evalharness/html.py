@@ -365,6 +365,17 @@ def _bottleneck_section(b: Bottleneck | None, report: Report, colours: dict[str,
         out.append(f'<div class="chart-box"><h3>Per-case verdicts of each component</h3>'
                    f"{_verdict_chart(b.verdicts, report)}</div>")
     out.append("</div>")
+    if b.headroom is not None:
+        out.append('<div class="chart-box" id="headroom"><h3>Oracle headroom: end-to-end pass '
+                   "rate with one component made perfect</h3>"
+                   f"{_headroom_chart(b, colours)}"
+                   '<p class="muted">Each failed case is run again with one component\'s output '
+                   "replaced by its gold (gold routes; the gold SQL and its rows; the gold "
+                   "relevant chunks). Grey: the run's pass rate; colour: the cases the oracle "
+                   "fixes, with the 95% CI of the gain.</p></div>")
+    elif b.headroom_note:
+        out.append(f'<p class="muted" id="headroom-note">Oracle headroom: '
+                   f"{e(b.headroom_note)}.</p>")
     notes = []
     if b.masked:
         by = ", ".join(f"{c} {n}" for c, n in b.masked_by.items())
@@ -442,6 +453,61 @@ def _bottleneck_chart(b: Bottleneck, colours: dict[str, str]) -> str:
         svg.append(f'<text class="val" x="{label_w + track + 10:.1f}" y="{mid:.1f}">'
                    f"<tspan class=\"strong\">{e(_pct(share))}</tspan>"
                    f'<tspan class="muted" dx="6">{e(_count(failures))} cases</tspan></text>')
+        svg.append("</g>")
+    svg.append("</svg>")
+    return "".join(svg)
+
+
+def _headroom_chart(b: Bottleneck, colours: dict[str, str]) -> str:
+    """Per oracle: the run's pass rate (grey) and the gain (colour) with the gain's CI."""
+    base = b.end_to_end.pass_rate or 0.0
+    rows = b.headroom or []
+    labels = [r.oracle if len(r.components) == 1 else "every oracle at once" for r in rows]
+    label_w = max((_text_width(t, 13) for t in labels), default=60) + 16
+    track, value_w, row_h, top = 330.0, 150.0, 34.0, 24.0
+    width = label_w + track + value_w
+    height = top + row_h * max(len(rows), 1) + 8
+    svg = [_svg_open("headroom", width, height,
+                     "end-to-end pass rate with each component's oracle",
+                     ' id="headroom-chart"')]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        x = label_w + tick * track
+        svg.append(f'<line class="grid" x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" '
+                   f'y2="{height - 4:.1f}"/><text class="tick" x="{x:.1f}" y="{top - 10}" '
+                   f'text-anchor="middle">{tick * 100:.0f}%</text>')
+    for i, (row, label) in enumerate(zip(rows, labels, strict=True)):
+        y = top + i * row_h
+        mid = y + row_h / 2
+        colour = colours.get(row.oracle, INTERACTION if len(row.components) > 1 else PALETTE[0])
+        if row.gain is None:
+            value = "reruns failed" if row.errors else "no oracle"
+            tip = f"{row.oracle}: {value} ({row.reason or 'no gold'})"
+        else:
+            tip = (f"{row.oracle}: fixes {row.fixed} of the failed cases, +{_pct(row.gain)} "
+                   f"pass rate" + (f" (95% CI {_pct(row.ci95[0])}–{_pct(row.ci95[1])})"
+                                   if row.ci95 else "")
+                   + f"; {row.still_fails} still fail, {row.no_oracle} have no gold"
+                   + (f", {row.errors} reruns failed" if row.errors else ""))
+            value = f"+{_pct(row.gain)}"
+        svg.append(f'<g class="bar" data-oracle="{e(row.oracle)}"><title>{e(tip)}</title>')
+        svg.append(f'<text class="lbl" x="{label_w - 10:.1f}" y="{mid:.1f}" '
+                   f'text-anchor="end">{e(label)}</text>')
+        svg.append(f'<rect class="track" x="{label_w:.1f}" y="{y + 7:.1f}" width="{track:.1f}" '
+                   f'height="{row_h - 14:.1f}" rx="4"/>')
+        if base > 0:
+            svg.append(f'<rect x="{label_w:.1f}" y="{y + 7:.1f}" width="{base * track:.1f}" '
+                       f'height="{row_h - 14:.1f}" rx="4" fill="#cbd5e1"/>')
+        if row.gain:
+            svg.append(f'<rect x="{label_w + base * track:.1f}" y="{y + 7:.1f}" '
+                       f'width="{row.gain * track:.1f}" height="{row_h - 14:.1f}" '
+                       f'fill="{colour}"/>')
+        if row.ci95 and row.gain is not None:
+            svg.append(_whisker(label_w + (base + row.ci95[0]) * track,
+                                label_w + (base + row.ci95[1]) * track, mid, 6))
+        svg.append(f'<text class="val" x="{label_w + track + 10:.1f}" y="{mid:.1f}">'
+                   f'<tspan class="strong">{e(value)}</tspan>'
+                   + (f'<tspan class="muted" dx="6">{row.fixed} fixed</tspan>'
+                      if row.gain is not None else "") + "</text>")
         svg.append("</g>")
     svg.append("</svg>")
     return "".join(svg)

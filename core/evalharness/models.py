@@ -399,6 +399,13 @@ class CostSummary(_Model):
     tokens: dict[str, int]
     """``prompt``, ``completion`` and ``total`` tokens summed over the run."""
 
+    latency_share: float | None = None
+    """This component's share of the latency of all components together (sum of ``total``
+    latencies); ``null`` when no component reports latency."""
+
+    token_share: float | None = None
+    """This component's share of all components' tokens; ``null`` when none reports tokens."""
+
 
 class ComponentReport(_Model):
     """Everything the report says about one component."""
@@ -517,6 +524,71 @@ class EndToEndSummary(_Model):
     """95% percentile-bootstrap interval of ``pass_rate``; ``null`` below 2 cases."""
 
 
+class HeadroomRecord(_Model):
+    """One oracle rerun (a line of ``headroom.jsonl``): a case that failed end to end, run
+    again with one component's output (or every component's) replaced by its gold."""
+
+    oracle: str
+    """The oracle: a component's name, or the components joined by ``+`` for all at once."""
+
+    components: list[str]
+    """The components whose output the oracle replaces."""
+
+    case_id: str
+    """The case."""
+
+    status: Literal["fixed", "still_fails", "no_oracle", "error"]
+    """``fixed``: passes end to end with the oracle; ``still_fails``; ``no_oracle``: the case
+    lacks the gold the oracle needs (not rerun); ``error``: the rerun failed, the system did not
+    apply the override, or the end-to-end verdict is an error."""
+
+    reason: str = ""
+    """Why: the end-to-end verdict's or the attribution's reason, or the problem."""
+
+    verdicts: dict[str, str] = Field(default_factory=dict)
+    """Component -> its verdict status in the rerun."""
+
+    judge: dict[str, Any] | None = None
+    """Judge usage of the rerun's evaluation (requests, cache hits, tokens)."""
+
+
+class HeadroomRow(_Model):
+    """An oracle's end-to-end pass-rate gain: the counterfactual bottleneck."""
+
+    oracle: str
+    """A component's name, or the components joined by ``+`` (every oracle at once)."""
+
+    components: list[str]
+    """The components whose output the oracle replaces."""
+
+    gain: float | None
+    """Cases fixed over the cases with a pass/fail end-to-end verdict: how much the end-to-end
+    pass rate would rise with this component perfect; ``null`` when no failed case could be
+    rerun (see ``reason``)."""
+
+    ci95: list[float] | None = None
+    """95% percentile-bootstrap interval of ``gain`` (over every decided case, seeded)."""
+
+    pass_rate: float | None = None
+    """The end-to-end pass rate with the oracle (the run's plus ``gain``)."""
+
+    fixed: int = 0
+    """Failed cases that pass with the oracle."""
+
+    still_fails: int = 0
+    """Failed cases that still fail with the oracle."""
+
+    no_oracle: int = 0
+    """Failed cases without the gold the oracle needs (not rerun)."""
+
+    errors: int = 0
+    """Reruns that failed (see ``headroom.jsonl`` for the reasons)."""
+
+    reason: str | None = None
+    """What limits the row: reruns that failed and failed cases without an oracle output,
+    each with its count and an example reason (why ``gain`` is ``null`` when it is)."""
+
+
 class Bottleneck(_Model):
     """Which component holds the system back: end-to-end failures attributed along the pipeline
     (see docs/bottleneck.md)."""
@@ -553,6 +625,14 @@ class Bottleneck(_Model):
 
     worst_cases: dict[str, list[WorstCase]] = Field(default_factory=dict)
     """Component -> up to 5 cases attributed to it, lowest criterion values first."""
+
+    headroom: list[HeadroomRow] | None = None
+    """Oracle headroom per component (and every oracle at once), in pipeline order; ``null``
+    when it was not computed (``headroom_note`` says why)."""
+
+    headroom_note: str | None = None
+    """Why there is no headroom (recorded traces; a system without ``overrides``;
+    ``--no-headroom``; an interrupted run), or a remark on it."""
 
 
 class Report(_Model):

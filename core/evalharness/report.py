@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from evalharness import __version__, attribution, verdicts
+from evalharness import __version__, attribution, oracle, verdicts
 from evalharness.judge.base import judge_usage
 from evalharness.models import (
     Bottleneck,
@@ -21,6 +21,7 @@ from evalharness.models import (
     CostSummary,
     EvaluatorRun,
     GateResult,
+    HeadroomRow,
     MetricSummary,
     Report,
     Step,
@@ -60,6 +61,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
             evaluators=runs,
             judge=_sum_usage([m.judge for m in metrics.values() if m.judge]),
         )
+    _shares([c.cost for c in components.values()])
     gates = []
     for gate in scenario.gates:
         summary = components[gate.component].metrics[gate.metric]
@@ -88,11 +90,26 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
     )
+    if report.bottleneck is not None:
+        _add_headroom(report, outcome)
     if outcome.context.database is not None:
         report.scenario["database_sha256"] = outcome.context.database.sha256()
     for plugin in sorted(host.plugins):
         report.sections.extend(_sections_of(host, plugin, report, results))
     return report
+
+
+def _add_headroom(report: Report, outcome: RunOutcome) -> None:
+    """The oracle headroom rows (and the judge usage of the reruns), or why there are none."""
+    b = report.bottleneck
+    records = getattr(outcome, "headroom", None)
+    if records is None:
+        b.headroom_note = getattr(outcome, "headroom_note", None)
+        return
+    b.headroom = oracle.summarise(records, outcome.oracles, b)
+    usage = _sum_usage([r.judge for r in records if r.judge])
+    if usage:
+        report.judge["headroom_usage"] = usage
 
 
 def _sections_of(host, plugin: str, report: Report, results) -> list[dict[str, Any]]:
@@ -173,6 +190,17 @@ def cost_of(steps: Sequence[Any]) -> CostSummary:
                                "total": prompt + completion})
 
 
+def _shares(costs: Sequence[CostSummary]) -> None:
+    """Fill in each component's share of the total latency and tokens (of all components)."""
+    latency = math.fsum(c.latency_ms.get("total") or 0.0 for c in costs)
+    tokens = sum(c.tokens["total"] for c in costs)
+    for c in costs:
+        if latency > 0 and c.latency_ms.get("total") is not None:
+            c.latency_share = (c.latency_ms["total"] or 0.0) / latency
+        if tokens > 0:
+            c.token_share = c.tokens["total"] / tokens
+
+
 def _as_step(raw: dict) -> Step:
     """The common fields of a plugin kind's step; unreadable figures count as unreported."""
     try:
@@ -250,13 +278,15 @@ def render_markdown(report: Report) -> str:
     if report.bottleneck is not None:
         lines += ["", *render_bottleneck(report)]
     lines += ["", "## Latency and tokens per component", "",
-              "| component | ran | mean ms | p50 ms | p95 ms | tokens (prompt / completion) |",
-              "|---|---:|---:|---:|---:|---|"]
+              "| component | ran | mean ms | p50 ms | p95 ms | share of latency | tokens "
+              "(prompt / completion) | share of tokens |",
+              "|---|---:|---:|---:|---:|---:|---|---:|"]
     for name, comp in report.components.items():
         c = comp.cost
         lines.append(f"| {name} | {c.steps} | {fmt(c.latency_ms['mean'], 1)} | "
                      f"{fmt(c.latency_ms['p50'], 1)} | {fmt(c.latency_ms['p95'], 1)} | "
-                     f"{c.tokens['prompt']} / {c.tokens['completion']} |")
+                     f"{pct(c.latency_share)} | {c.tokens['prompt']} / "
+                     f"{c.tokens['completion']} | {pct(c.token_share)} |")
     judged = [(n, m, s) for n, c in report.components.items() for m, s in c.metrics.items()
               if s.judge]
     if judged:
@@ -270,6 +300,9 @@ def render_markdown(report: Report) -> str:
             lines.append(f"| {name}.{metric} | {u['judgments']} | {u['requests']} | "
                          f"{u['cache_hits']} | {u['prompt_tokens'] + u['completion_tokens']} | "
                          f"{u['errors']} |")
+        if report.judge.get("headroom_usage"):
+            lines += ["", f"The oracle reruns (headroom) asked the judge too: "
+                          f"{usage_line(report.judge['headroom_usage'])}."]
     if report.gates:
         lines += ["", "## Gates", "", "| gate | value | result |", "|---|---:|---|"]
         for g in report.gates:
@@ -324,6 +357,53 @@ def headline(bottleneck: Bottleneck) -> str:
     return f"{pct(top.share)} of failed cases start at {top.component}{ci}."
 
 
+def gain(row: HeadroomRow | None) -> str:
+    """An oracle's pass-rate gain with its CI, for the bottleneck tables.
+
+    >>> gain(HeadroomRow(oracle="router", components=["router"], gain=0.18, ci95=[0.1, 0.27]))
+    '+18% (10–27%)'
+    >>> gain(HeadroomRow(oracle="generator", components=["generator"], gain=None))
+    '— (no oracle)'
+    """
+    if row is None:
+        return "—"
+    if row.gain is None:
+        return "— (reruns failed)" if row.errors else "— (no oracle)"
+    return f"+{pct(row.gain)}" + (f" ({pct_ci(row.ci95)})" if row.ci95 else "")
+
+
+def headroom_of(bottleneck: Bottleneck) -> tuple[dict[str, HeadroomRow], HeadroomRow | None]:
+    """The headroom rows by component, and the row of every oracle at once (if any)."""
+    rows = bottleneck.headroom or []
+    single = {r.oracle: r for r in rows if len(r.components) == 1}
+    combined = next((r for r in rows if len(r.components) > 1), None)
+    return single, combined
+
+
+def headroom_sentence(bottleneck: Bottleneck) -> str | None:
+    """What the headroom says beyond the table: the largest gain, every oracle at once."""
+    if bottleneck.headroom is None:
+        return (f"Oracle headroom: {bottleneck.headroom_note}." if bottleneck.headroom_note
+                else None)
+    single, combined = headroom_of(bottleneck)
+    known = [r for r in single.values() if r.gain is not None]
+    parts = []
+    if known:
+        best = max(known, key=lambda r: r.gain)
+        parts.append(f"Replacing {best.oracle}'s output by its gold fixes {best.fixed} failed "
+                     f"cases (+{pct(best.gain)} pass rate, CI {pct_ci(best.ci95)})")
+    if combined is not None and combined.gain is not None:
+        rest = [r.oracle for r in single.values() if r.oracle not in combined.components]
+        whose = " or ".join([*rest, "interactions"])
+        parts.append(f"every oracle at once ({combined.oracle}) fixes {combined.fixed} "
+                     f"(pass rate {pct(combined.pass_rate)}), and {combined.still_fails} still "
+                     f"fail: {whose}")
+    errors = sum(r.errors for r in bottleneck.headroom)
+    if errors:
+        parts.append(f"{errors} reruns failed (headroom.jsonl says why)")
+    return ("; ".join(parts) + ".") if parts else None
+
+
 def n_cases(n: int) -> str:
     """``n cases``, singular when one.
 
@@ -355,19 +435,32 @@ def render_bottleneck(report: Report) -> list[str]:
              f"end-to-end failures ({e2e.failed}), with seeded bootstrap 95% CIs over those "
              "cases "
              "(docs/bottleneck.md).", "",
-             "| component | share of failures | 95% CI | failures | verdicts pass / fail / "
-             "n.a. / error | criteria |",
-             "|---|---:|---|---:|---|---|"]
+             "| component | share of failures | 95% CI | failures | oracle headroom (95% CI) "
+             "| verdicts pass / fail / n.a. / error | criteria |",
+             "|---|---:|---|---:|---:|---|---|"]
+    single, combined = headroom_of(b)
     for row in b.ranking:
         v = b.verdicts.get(row.component, {})
         c = report.verdict_criteria.get(row.component)
         criteria = ", ".join(f"`{x}`" for x in c.criteria) + f" ({c.source})" if c else ""
         lines.append(f"| {row.component} | {pct(row.share)} | {pct_ci(row.ci95)} | "
-                     f"{count(row.failures)} | {v.get('pass', 0)} / {v.get('fail', 0)} / "
+                     f"{count(row.failures)} | {gain(single.get(row.component))} | "
+                     f"{v.get('pass', 0)} / {v.get('fail', 0)} / "
                      f"{v.get('not_applicable', 0)} / {v.get('error', 0)} | {criteria} |")
     lines.append(f"| *unattributed (interaction)* | {pct(b.unattributed_share)} | "
-                 f"{pct_ci(b.unattributed_ci95)} | {b.unattributed} | | |")
+                 f"{pct_ci(b.unattributed_ci95)} | {b.unattributed} | | | |")
+    if combined is not None:
+        lines.append(f"| *every oracle at once* | | | | {gain(combined)} | | |")
     lines.append("")
+    if b.headroom is not None:
+        lines.append("Oracle headroom: each failed case is run again with one component's "
+                     "output replaced by its gold (gold routes; the gold SQL and its rows; the "
+                     "gold relevant chunks); the gain is the end-to-end pass rate it adds, over "
+                     f"all {e2e.passed + e2e.failed} decided cases.")
+        lines.append("")
+    sentence = headroom_sentence(b)
+    if sentence:
+        lines.append(f"- {sentence}")
     masked = ", ".join(f"{c} × {n}" for c, n in b.masked_by.items())
     lines.append(f"- Masked: {n_cases(b.masked)} passed end to end although a component on "
                  "the path failed" + (f" ({masked})." if masked else "."))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -25,18 +26,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalharness.context import Database, EvalContext, build_sqlite, load_corpus, read_jsonl
+from evalharness import oracle
+from evalharness.context import Database, EvalContext, build_sqlite, load_corpus
 from evalharness.errors import InputError, RunError, ScenarioError
 from evalharness.evaluate import evaluate_batch
 from evalharness.importing import import_file
-from evalharness.models import Case, CaseResult, Trace
+from evalharness.models import Case, CaseResult, HeadroomRecord, Trace
 from evalharness.scenario import Scenario
 
 RESULTS = "results.jsonl"
 MANIFEST = "run.json"
 
 
-@dataclass
+@dataclass(repr=False)
 class RunOutcome:
     """What a finished (or interrupted) run leaves behind."""
 
@@ -48,12 +50,24 @@ class RunOutcome:
     resumed: int = 0
     interrupted: bool = False
     stats: dict[str, Any] = field(default_factory=dict)
+    headroom: list[HeadroomRecord] | None = None
+    """Oracle reruns (``headroom.jsonl``); ``None`` when headroom was not computed."""
+    oracles: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    """The oracles of ``headroom``: (label, components)."""
+    headroom_note: str | None = None
+    """Why headroom was not computed."""
+
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio formats the finished run's task, result included, when
+        # it restores the SIGINT handler; a repr of every result took seconds and gigabytes.
+        return (f"RunOutcome(out_dir={str(self.out_dir)!r}, results={len(self.results)}, "
+                f"resumed={self.resumed}, interrupted={self.interrupted})")
 
 
 class Progress:
     """Progress callbacks; the CLI passes one that draws a bar."""
 
-    def start(self, total: int, done: int) -> None: ...
+    def start(self, total: int, done: int, label: str = "cases") -> None: ...
 
     def advance(self, n: int = 1) -> None: ...
 
@@ -113,19 +127,27 @@ def prepare_context(scenario: Scenario, out_dir: Path, judge=None) -> EvalContex
 
 
 def read_results(path: Path, *, repair: bool = False) -> list[CaseResult]:
-    """Read ``results.jsonl``. With ``repair``, drop a torn last line left by a kill."""
+    """Read ``results.jsonl``. With ``repair``, drop a torn last line left by a kill.
+
+    The file is streamed, never held whole in memory, and the strings of all results are
+    shared: chunk texts, contexts, claims, reasons, SQL, keys repeat from case to case, and
+    sharing them takes a third off the memory the results hold."""
     if not path.is_file():
         return []
-    results = []
-    good_end = 0
-    for lineno, record in read_jsonl(path, tolerate_torn_tail=repair):
-        try:
-            results.append(CaseResult.model_validate(record))
-        except ValidationError as exc:
-            raise InputError(f"{path}, line {lineno}: not a result record "
-                             f"({exc.error_count()} problems, first: "
-                             f"{exc.errors()[0]['msg']}); was this file written by evalharness?"
-                             ) from None
+    results: list[CaseResult] = []
+    # No garbage collection while the results pile up: each collection would walk the objects
+    # read so far (reading 10k results took five times as long), and reading creates no
+    # reference cycles for it to find. Then everything goes straight to the oldest generation
+    # (freeze + unfreeze), so the next young collections do not walk the results either.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _read_into(results, path, repair)
+    finally:
+        gc.freeze()
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
     if repair:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -136,23 +158,83 @@ def read_results(path: Path, *, repair: bool = False) -> list[CaseResult]:
     return results
 
 
-async def _system_traces(func, options, cases, concurrency, queue: asyncio.Queue) -> None:
+def _read_into(results: list[CaseResult], path: Path, repair: bool) -> None:
+    share = _Strings()
+    with open(path, "rb") as fh:
+        lineno = 0
+        for raw in fh:
+            lineno += 1
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                if repair and not raw.endswith(b"\n") and not fh.peek(1):
+                    return  # a torn last line: a write cut short by a kill
+                where = (f"{exc.msg} at column {exc.colno}"
+                         if isinstance(exc, json.JSONDecodeError) else str(exc))
+                raise InputError(f"{path}, line {lineno}: not valid JSON ({where}); each line "
+                                 "must be one JSON object") from None
+            if not isinstance(record, dict):
+                raise InputError(f"{path}, line {lineno}: expected a JSON object, got "
+                                 f"{type(record).__name__}")
+            try:
+                results.append(CaseResult.model_validate(share.dict(record)))
+            except ValidationError as exc:
+                raise InputError(f"{path}, line {lineno}: not a result record "
+                                 f"({exc.error_count()} problems, first: "
+                                 f"{exc.errors()[0]['msg']}); was this file written by "
+                                 "evalharness?") from None
+
+
+class _Strings:
+    """Equal strings as one object: a JSON value rebuilt with every key and string shared.
+
+    >>> share = _Strings()
+    >>> a, b = share.dict({"text": "x" * 100}), share.dict({"text": "x" * 100})
+    >>> a == b and a is not b and a["text"] is b["text"]
+    True
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+
+    def dict(self, value: dict) -> dict:
+        one = self._seen.setdefault
+        return {one(k, k): (one(v, v) if type(v) is str else self._any(v))
+                for k, v in value.items()}
+
+    def _any(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is dict:
+            return self.dict(value)
+        if kind is list:
+            one = self._seen.setdefault
+            return [one(v, v) if type(v) is str else self._any(v) for v in value]
+        return value
+
+
+async def call_system(func, calls: list[tuple[Any, Case, dict[str, Any]]], concurrency: int,
+                      queue: asyncio.Queue) -> None:
+    """Call the system on each ``(tag, case, keyword arguments)``, at most ``concurrency`` at
+    once, and put ``(tag, case, trace)`` on ``queue`` as each finishes (an exception becomes
+    the trace's ``error``)."""
     semaphore = asyncio.Semaphore(concurrency)
     is_async = inspect.iscoroutinefunction(func)
 
-    async def one(case: Case) -> None:
+    async def one(tag: Any, case: Case, kwargs: dict[str, Any]) -> None:
         async with semaphore:
             try:
                 if is_async:
-                    out = await func(case, **options)
+                    out = await func(case, **kwargs)
                 else:
-                    out = await asyncio.to_thread(func, case, **options)
+                    out = await asyncio.to_thread(func, case, **kwargs)
                 trace = _as_trace(out, case)
             except Exception as exc:
                 trace = Trace(case_id=case.id, error=f"{type(exc).__name__}: {exc}")
-            await queue.put((case, trace))
+            await queue.put((tag, case, trace))
 
-    await asyncio.gather(*(one(c) for c in cases))
+    await asyncio.gather(*(one(*c) for c in calls))
 
 
 def _as_trace(out: Any, case: Case) -> Trace:
@@ -167,6 +249,24 @@ def _as_trace(out: Any, case: Case) -> Trace:
     return out
 
 
+@contextlib.contextmanager
+def fewer_collections(young: int = 50_000):
+    """Collect the youngest generation every ``young`` allocations instead of every 700
+    while a run lasts (the thresholds are restored after). A run allocates millions of
+    short-lived objects per batch; with the default, the survivors of frequent young
+    collections were promoted and full collections walked them again and again — a quarter
+    of a 10k-case run's time. Nothing is left uncollected: it is collected later."""
+    old = gc.get_threshold()
+    if old[0] == 0:  # automatic collection is off: leave it off
+        yield
+        return
+    gc.set_threshold(max(old[0], young), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 async def run(
     scenario: Scenario,
     out_dir: Path,
@@ -175,8 +275,20 @@ async def run(
     resume: bool = False,
     progress: Progress | None = None,
     flush_seconds: float = 1.0,
+    headroom: bool = True,
 ) -> RunOutcome:
-    """Run the scenario into ``out_dir``; return every result (old and new) in case order."""
+    """Run the scenario into ``out_dir``; return every result (old and new) in case order.
+
+    Then, with ``headroom`` (and the scenario's ``system.headroom``), when the system accepts
+    ``overrides``, rerun the failed cases under each component's oracle
+    (:mod:`evalharness.oracle`)."""
+    with fewer_collections():
+        return await _run(scenario, out_dir, concurrency=concurrency, resume=resume,
+                          progress=progress, flush_seconds=flush_seconds, headroom=headroom)
+
+
+async def _run(scenario: Scenario, out_dir: Path, *, concurrency: int | None, resume: bool,
+               progress: Progress | None, flush_seconds: float, headroom: bool) -> RunOutcome:
     progress = progress or Progress()
     results_path = out_dir / RESULTS
     manifest_path = out_dir / MANIFEST
@@ -238,7 +350,7 @@ async def run(
                     if buffer:
                         flush(buffer)
                     continue
-                buffer.append(item)
+                buffer.append(item[1:])
                 received += 1
                 if len(buffer) >= scenario.spec.batch_size:
                     flush(buffer)
@@ -249,11 +361,12 @@ async def run(
             missing = "no recorded trace for this case in the traces file"
             for case in pending:
                 trace = scenario.traces.get(case.id) or Trace(case_id=case.id, error=missing)
-                queue.put_nowait((case, trace))
+                queue.put_nowait((None, case, trace))
             producer = None
         else:
-            producer = asyncio.create_task(_system_traces(
-                func, scenario.system.options, pending,
+            options = scenario.system.options
+            producer = asyncio.create_task(call_system(
+                func, [(None, case, options) for case in pending],
                 concurrency or scenario.spec.concurrency, queue))
         try:
             await consume(len(pending))
@@ -267,12 +380,50 @@ async def run(
                     await producer
         finally:
             progress.stop()
-            if context.judge is not None:
-                context.judge.close()
 
     results = read_results(results_path)
     order = {c.id: i for i, c in enumerate(scenario.cases)}
     results = sorted((r for r in results if r.case.id in order), key=lambda r: order[r.case.id])
-    return RunOutcome(out_dir=out_dir, results=results, context=context,
-                      started_at=started_at, duration_s=time.perf_counter() - t0,
-                      resumed=len(done), interrupted=interrupted)
+    outcome = RunOutcome(out_dir=out_dir, results=results, context=context,
+                         started_at=started_at, duration_s=time.perf_counter() - t0,
+                         resumed=len(done), interrupted=interrupted)
+    try:
+        outcome.headroom_note = _no_headroom(scenario, func, headroom, interrupted)
+        if outcome.headroom_note is None:
+            try:
+                outcome.oracles, outcome.headroom = await oracle.run_headroom(
+                    scenario, context, func, results, out_dir,
+                    concurrency=concurrency or scenario.spec.concurrency, progress=progress,
+                    call_system=call_system)
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                outcome.interrupted = True
+                outcome.headroom_note = ("interrupted while rerunning failed cases with "
+                                         "oracles; --resume continues")
+            except Exception as exc:  # the run's results stand; the report says what failed
+                outcome.oracles, outcome.headroom = [], None
+                outcome.headroom_note = (f"the oracle reruns failed ({type(exc).__name__}: "
+                                         f"{exc}); the run's own results are complete")
+                print(f"warning: {outcome.headroom_note}", file=sys.stderr)
+    finally:
+        if context.judge is not None:
+            context.judge.close()
+    outcome.duration_s = time.perf_counter() - t0
+    return outcome
+
+
+def _no_headroom(scenario: Scenario, func: Any, wanted: bool, interrupted: bool) -> str | None:
+    """Why the run gets no oracle headroom, or ``None`` when it does."""
+    if interrupted:
+        return "the run was interrupted before every case was evaluated"
+    if func is None:
+        return ("the scenario replays recorded traces: oracle headroom needs a system callable "
+                "that accepts `overrides`")
+    if not wanted:
+        return "not computed (--no-headroom)"
+    if not scenario.system.headroom:
+        return "not computed (the scenario sets `system.headroom: false`)"
+    if not oracle.accepts_overrides(func):
+        return (f"the system {scenario.system.callable} has no `overrides` parameter, so "
+                "its components cannot be replaced by their gold (see docs/bottleneck.md, "
+                "\"Oracle headroom\")")
+    return None

@@ -45,6 +45,11 @@ class SystemSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments passed to the callable with each case."""
 
+    headroom: bool = True
+    """After the run, rerun the cases that failed end to end with each component's output
+    replaced by its gold, when the callable accepts ``overrides`` (oracle headroom, see
+    docs/bottleneck.md); ``false`` skips it (so does ``--no-headroom``)."""
+
 
 class DatabaseSpec(_Strict):
     """The scenario's database."""

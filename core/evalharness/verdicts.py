@@ -61,6 +61,12 @@ class Criteria:
         """Components that get a verdict, in pipeline order."""
         return [name for name, c in self.components.items() if c.criteria]
 
+    def needed(self) -> set[tuple[str, str]]:
+        """(component, metric) of every criterion: what the verdicts read, and all that the
+        oracle reruns evaluate."""
+        gates = [g for c in self.components.values() for g in c.criteria]
+        return {(g.component, g.metric) for g in [*gates, *self.end_to_end.criteria]}
+
 
 def default_criteria(kind: str, metrics: Iterable[str]) -> list[str]:
     """The default criteria of a component kind, from the metrics configured on it.

@@ -18,6 +18,7 @@ lines.
 from __future__ import annotations
 
 from evalharness import hookimpl
+from evalharness.errors import NoOracle
 from evalharness.registry import Evaluator
 from evalharness_retrieval.api import evaluate
 from evalharness_retrieval.contexts import (
@@ -70,6 +71,24 @@ def evaluate_retriever_with_context(evaluator, batch, settings, context):
     if evaluator == "context_recall":
         return context_recall(batch, settings, context)
     return None
+
+
+@hookimpl
+def oracle_output(kind, case, context):
+    """A perfect retriever returns the gold relevant chunks, most relevant first (ties by id),
+    with their texts from the corpus (for oracle headroom)."""
+    if kind != "retriever":
+        return None
+    relevant = case.gold.relevant
+    if relevant is None:
+        raise NoOracle("the case has no relevance labels (gold.relevant)")
+    ids = sorted((c for c, grade in relevant.items() if grade > 0),
+                 key=lambda c: (-relevant[c], c))
+    missing = [c for c in ids if c not in context.corpus]
+    if missing:
+        raise NoOracle(f"gold chunk {missing[0]!r} is not in the scenario's corpus, so its "
+                       "text cannot be given to the generator")
+    return {"ids": ids, "texts": [context.corpus[c].text for c in ids]}
 
 
 @hookimpl

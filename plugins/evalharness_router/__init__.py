@@ -15,6 +15,7 @@ values, so they live in the report section (``report.json``: ``sections[].data``
 from __future__ import annotations
 
 from evalharness import MetricValue, hookimpl
+from evalharness.errors import NoOracle
 from evalharness.registry import Evaluator
 from evalharness_router.metrics import (
     brier_from_confidence,
@@ -81,6 +82,16 @@ def routing_rows(batch, settings: RoutingSettings | None = None, routes=()
 @hookimpl
 def report_sections(report, results):
     return routing_sections(report, results) or None
+
+
+@hookimpl
+def oracle_output(kind, case):
+    """A perfect router chooses the gold routes (for oracle headroom)."""
+    if kind != "router":
+        return None
+    if case.gold.routes is None:
+        raise NoOracle("the case has no gold routes (gold.routes)")
+    return {"routes": list(case.gold.routes)}
 
 
 def _accuracy_row(case, step) -> dict[str, MetricValue]:

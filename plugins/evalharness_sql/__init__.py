@@ -25,10 +25,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlglot.errors import SqlglotError
 
 from evalharness import MetricValue, hookimpl
+from evalharness.errors import NoOracle
 from evalharness.registry import Evaluator, ReportSection
+from evalharness_sql import sandbox
 from evalharness_sql.cascade import STAGES, check_equivalence, check_many, run_cascade
-from evalharness_sql.clauses import clause_f1
+from evalharness_sql.clauses import items_f1
 from evalharness_sql.engines import Column, Schema, Table, open_engine
+from evalharness_sql.memo import (
+    engine_key,
+    memo_for,
+    normal_form_entry,
+    pair_clauses,
+    prefetch_normal_forms,
+)
 from evalharness_sql.rules import RULES, normalize
 from evalharness_sql.sandbox import parse_statements
 from evalharness_sql.stages.execute import execute
@@ -127,21 +136,22 @@ def evaluate_text2sql(evaluator, batch, settings, context):
 
 def _dialect(settings: Any, context: Any) -> str:
     database = getattr(context, "database", None)
-    return settings.dialect or (database.dialect if database is not None else "sqlite")
+    return getattr(settings, "dialect", None) or (database.dialect if database is not None else "sqlite")
 
 
 def _exact_match(batch: Sequence[tuple[Any, Any]], settings: ExactMatchSettings, context: Any
                  ) -> list[dict[str, MetricValue]]:
     dialect = _dialect(settings, context)
     engine = open_engine(context.database) if context.database is not None else None
-    schema = engine.schema() if engine is not None else None
+    prefetch_normal_forms([s for case, step in batch for s in (case.gold.sql, step.sql)],
+                          dialect, engine)
     rows = []
     for case, step in batch:
         if not case.gold.sql:
             rows.append({"exact_match": MetricValue.failed("the case has no gold SQL (gold.sql)")})
             continue
-        try:
-            gold = normal_form(case.gold.sql, dialect, schema)
+        try:  # normal forms are computed once per query text and database (memo.py)
+            gold = normal_form_entry(case.gold.sql, dialect, engine).sql
         except SqlglotError as exc:
             rows.append({"exact_match": MetricValue.failed(
                 f"the gold SQL does not parse as {dialect}: {str(exc).splitlines()[0]}")})
@@ -150,7 +160,7 @@ def _exact_match(batch: Sequence[tuple[Any, Any]], settings: ExactMatchSettings,
             rows.append({"exact_match": MetricValue.of(False, reason="no SQL was produced")})
             continue
         try:
-            pred = normal_form(step.sql, dialect, schema)
+            pred = normal_form_entry(step.sql, dialect, engine).sql
         except SqlglotError as exc:
             rows.append({"exact_match": MetricValue.of(
                 False, reason=f"predicted SQL does not parse: {str(exc).splitlines()[0]}")})
@@ -168,15 +178,42 @@ def _equivalence(batch: Sequence[tuple[Any, Any]], settings: EquivalenceSettings
                       test_suite_size=settings.test_suite_size, seed=settings.seed,
                       float_tolerance=settings.float_tolerance, judge=judge, measure_time=True)
     engine = open_engine(database) if database is not None else None
+    if settings.predicted_dialect in (None, dialect):
+        prefetch_normal_forms([s for case, step in batch for s in (case.gold.sql, step.sql)],
+                              dialect, engine)
+    # Identical pairs are evaluated once (on this database, with these settings) unless an
+    # LLM judge may be asked: then each case's request and its accounting stay its own.
+    deterministic = judge is None or getattr(judge, "is_llm", True) is False
+    memo = memo_for(engine, "equivalence") if engine is not None and deterministic else None
     pairs: list[Pair | None] = []
+    keys: list[Any] = []
     for case, step in batch:
         if case.gold.sql and step.sql:
-            pairs.append(Pair(case.gold.sql, step.sql, dialect=dialect,
-                              predicted_dialect=settings.predicted_dialect, engine=engine,
-                              options=options))
+            pair = Pair(case.gold.sql, step.sql, dialect=dialect,
+                        predicted_dialect=settings.predicted_dialect, engine=engine,
+                        options=options)
+            pairs.append(pair)
+            keys.append(pair_key(pair) if memo is not None else None)
         else:
             pairs.append(None)
-    todo = [p for p in pairs if p is not None]
+            keys.append(None)
+    # A pair identical to one already evaluated gets a copy of its values: the cascade's
+    # outcome is a function of exactly what the key holds.
+    known: dict[int, dict[str, MetricValue]] = {}
+    first: dict[Any, int] = {}
+    todo = []
+    for i, (pair, key) in enumerate(zip(pairs, keys, strict=True)):
+        if pair is None:
+            continue
+        if key is not None:
+            row = memo.get(key, None) if memo is not None else None
+            if row is not None:
+                known[i] = row
+                continue
+            if key in first:
+                continue
+            first[key] = i
+        todo.append(pair)
     if todo:
         conn = None
         if engine is not None:
@@ -198,15 +235,45 @@ def _equivalence(batch: Sequence[tuple[Any, Any]], settings: EquivalenceSettings
             if conn is not None:
                 conn.close()
     rows = []
-    for (case, step), pair in zip(batch, pairs, strict=True):
+    for i, ((case, step), pair, key) in enumerate(zip(batch, pairs, keys, strict=True)):
         if not case.gold.sql:
             reason = "the case has no gold SQL (gold.sql)"
             rows.append({m: MetricValue.failed(reason) for m in EQUIVALENCE_METRICS})
         elif pair is None:
             rows.append(_no_sql(step))
+        elif i in known:
+            rows.append(_copy(known[i]))
+        elif key is not None and first.get(key) != i:
+            rows.append(_copy(rows[first[key]]))
         else:
-            rows.append(_metrics(pair, database is not None))
+            row = _metrics(pair, database is not None)
+            if key is not None and _memoisable(pair):
+                memo.put(key, _copy(row))
+            rows.append(row)
     return rows
+
+
+def pair_key(pair: Pair) -> tuple:
+    """What the cascade's outcome for a pair is a function of: both SQL texts, the dialects,
+    the database (its file fingerprint), every option, and the judge's identity."""
+    o = pair.options
+    judge = o.judge
+    who = None if judge is None else (type(judge).__qualname__, getattr(judge, "backend", None),
+                                      getattr(judge, "model", None),
+                                      getattr(judge, "is_llm", True))
+    return (pair.gold, pair.predicted, pair.dialect, pair.predicted_dialect,
+            engine_key(pair.engine), o.timeout_s, o.max_rows, o.test_suite_size, o.seed,
+            o.float_tolerance, o.measure_time, o.stages, who)
+
+
+def _memoisable(pair: Pair) -> bool:
+    """Whether a pair's values may stand for an identical pair's: not when the database could
+    not be opened (it may open next time)."""
+    return "connect" not in pair.notes
+
+
+def _copy(row: dict[str, MetricValue]) -> dict[str, MetricValue]:
+    return {name: value.model_copy(deep=True) for name, value in row.items()}
 
 
 def _no_sql(step: Any) -> dict[str, MetricValue]:
@@ -255,14 +322,13 @@ def _execution_accuracy(pair: Pair, has_database: bool) -> MetricValue:
 
 
 def _clause_f1(pair: Pair) -> MetricValue:
-    gold = pair.gold_normal or pair.gold_tree
-    pred = pair.predicted_normal or pair.predicted_tree
-    if gold is None:
-        return MetricValue.failed(pair.notes.get("gold_parse", "the gold SQL does not parse"))
-    if pred is None:
-        return MetricValue.of(0.0, reason="the predicted SQL does not parse")
+    if pair.normal_forms is None:  # else both normal forms exist (their trees made lazily)
+        if (pair.gold_normal or pair.gold_tree) is None:
+            return MetricValue.failed(pair.notes.get("gold_parse", "the gold SQL does not parse"))
+        if (pair.predicted_normal or pair.predicted_tree) is None:
+            return MetricValue.of(0.0, reason="the predicted SQL does not parse")
     try:
-        mean, per = clause_f1(gold, pred, pair.dialect)
+        mean, per = items_f1(*pair_clauses(pair))
     except (SqlglotError, ValueError, TypeError) as exc:
         return MetricValue.failed(f"clause comparison failed: {exc}")
     return MetricValue.of(mean, clauses={k: round(v, 4) for k, v in per.items()})
@@ -285,6 +351,33 @@ def _time_ratio(pair: Pair) -> MetricValue:
 # --------------------------------------------------------------------------------------------
 # Report section
 # --------------------------------------------------------------------------------------------
+
+
+ORACLE_MAX_ROWS = 10_000
+"""Most rows of the gold query handed to a system as its text-to-SQL oracle output."""
+
+
+@hookimpl
+def oracle_output(kind, case, context):
+    """A perfect text-to-SQL step writes the gold query and gets its rows: the gold SQL is run
+    in the sandbox on the scenario's database (for oracle headroom)."""
+    if kind != "text2sql":
+        return None
+    if not case.gold.sql:
+        raise NoOracle("the case has no gold SQL (gold.sql)")
+    if context.database is None:
+        raise NoOracle("the scenario has no database to run the gold SQL on")
+    engine = open_engine(context.database)
+    conn = engine.connect()
+    try:
+        result = sandbox.run(conn, case.gold.sql, dialect=_dialect(None, context),
+                             max_rows=ORACLE_MAX_ROWS)
+    finally:
+        conn.close()
+    if not result.ok:
+        raise NoOracle(f"the gold SQL does not run on the database: {result.summary()}")
+    return {"sql": case.gold.sql, "columns": list(result.columns),
+            "rows": [list(row) for row in result.rows]}
 
 
 @hookimpl

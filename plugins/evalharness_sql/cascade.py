@@ -78,7 +78,7 @@ def _undecided_reason(pair: Pair) -> str:
         why.append(pair.notes["judge"])
     for error in pair.notes.get("stage_errors", []):
         why.append(f"stage {error}")
-    if pair.gold_normal is not None and not why:
+    if (pair.normal_forms is not None or pair.gold_normal is not None) and not why:
         why.append("the normal forms differ")
     return "undecided: " + ("; ".join(why) if why else "no stage could decide")
 

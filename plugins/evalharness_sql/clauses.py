@@ -123,7 +123,11 @@ def clause_f1(gold: exp.Expression, predicted: exp.Expression, dialect: str = "s
     >>> round(mean, 3), per
     (0.667, {'select': 1.0, 'from': 1.0, 'where': 0.0})
     """
-    g, p = clause_items(gold, dialect), clause_items(predicted, dialect)
+    return items_f1(clause_items(gold, dialect), clause_items(predicted, dialect))
+
+
+def items_f1(g: dict[str, Counter], p: dict[str, Counter]) -> tuple[float, dict[str, float]]:
+    """:func:`clause_f1` from both queries' :func:`clause_items`."""
     per = {c: score for c in CLAUSES if (score := f1(g[c], p[c])) is not None}
     return (sum(per.values()) / len(per) if per else 1.0), per
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from evalharness_sql.clauses import clause_items
+from evalharness_sql.memo import pair_clauses
 
 if TYPE_CHECKING:
     from evalharness_sql.verdict import Pair
@@ -49,11 +49,12 @@ def categorize(pair: Pair) -> str:
     >>> categorize(pair)
     'wrong_filter'
     """
-    gold = pair.gold_normal or pair.gold_tree
-    pred = pair.predicted_normal or pair.predicted_tree
-    if gold is None or pred is None:
-        return "other"
-    g, p = clause_items(gold, pair.dialect), clause_items(pred, pair.dialect)
+    if pair.normal_forms is None:  # else both normal forms exist (their trees made lazily)
+        gold = pair.gold_normal or pair.gold_tree
+        pred = pair.predicted_normal or pair.predicted_tree
+        if gold is None or pred is None:
+            return "other"
+    g, p = pair_clauses(pair)
     if g["from"] != p["from"]:
         return "wrong_join"
     if g["where"] != p["where"]:

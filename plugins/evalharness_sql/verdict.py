@@ -90,9 +90,10 @@ class Pair:
     gold_error: str | None = None
     valid_sql: bool | None = None
 
-    # filled in by the normalise stage
-    gold_normal: exp.Expression | None = None
-    predicted_normal: exp.Expression | None = None
+    # filled in by the normalise stage: both queries' memoised normal forms
+    # (:class:`evalharness_sql.memo.NormalForm`); their trees, ``gold_normal`` and
+    # ``predicted_normal``, are made on first use (most pairs are decided without them)
+    normal_forms: tuple[Any, Any] | None = None
 
     # filled in by the execute stage
     gold_result: Result | None = None
@@ -102,7 +103,41 @@ class Pair:
 
     notes: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
+    _normal: list[Any] = field(default_factory=lambda: [_UNSET, _UNSET], repr=False,
+                               compare=False)
 
     @property
     def decided(self) -> bool:
         return self.verdict is not None
+
+    @property
+    def gold_normal(self) -> exp.Expression | None:
+        """The gold query's normal form (``None`` when the normalise stage made none)."""
+        return self._normal_tree(0)
+
+    @gold_normal.setter
+    def gold_normal(self, tree: exp.Expression | None) -> None:
+        self._set_normal(0, tree)
+
+    @property
+    def predicted_normal(self) -> exp.Expression | None:
+        """The predicted query's normal form (``None`` when the normalise stage made none)."""
+        return self._normal_tree(1)
+
+    @predicted_normal.setter
+    def predicted_normal(self, tree: exp.Expression | None) -> None:
+        self._set_normal(1, tree)
+
+    def _normal_tree(self, i: int) -> exp.Expression | None:
+        if self._normal[i] is _UNSET:
+            self._normal[i] = self.normal_forms[i].tree if self.normal_forms is not None else None
+        return self._normal[i]
+
+    def _set_normal(self, i: int, tree: exp.Expression | None) -> None:
+        if self.normal_forms is not None:  # a tree set by hand: the memoised forms no longer apply
+            self._normal_tree(1 - i)
+            self.normal_forms = None
+        self._normal[i] = tree
+
+
+_UNSET = object()

@@ -25,6 +25,8 @@ the output (the SQL, or the answer). Router and retriever report no usage.
 
 ``answer(case, fault=...)`` (a scenario's ``system.options``) degrades exactly one component
 on purpose, for the fault-injected variants ``scenarios/shop-fault-*.yaml``: see ``FAULTS``.
+``answer(case, overrides=...)`` implements evalharness's oracle protocol: a component's output
+replaced by the one given (its gold, for the bottleneck report's headroom).
 
 The assistant only ever reads ``case.question``; gold labels and tags are never looked at.
 Its mistakes are those of its simple design: keyword routing misses paraphrases, templates
@@ -41,6 +43,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -1014,6 +1017,12 @@ def build_sql(s: Slots) -> str:
     return f"SELECT {PRODUCT_COLUMNS}{extra} {from_where} ORDER BY p.price, p.name"
 
 
+@lru_cache(maxsize=8)
+def _schema_tokens(schema: str) -> int:
+    """``approx_tokens`` of the schema, which every text-to-SQL prompt includes."""
+    return approx_tokens(schema)
+
+
 def text_to_sql(
     question: str, cat: Catalog, *, drop_filter: bool = False
 ) -> tuple[Text2SQLStep, Slots]:
@@ -1032,7 +1041,7 @@ def text_to_sql(
     except sqlite3.Error as exc:
         error = f"{type(exc).__name__}: {exc}"
     usage = Usage(
-        prompt_tokens=approx_tokens(question) + approx_tokens(cat.schema),
+        prompt_tokens=approx_tokens(question) + _schema_tokens(cat.schema),
         completion_tokens=approx_tokens(sql),
     )
     step = Text2SQLStep(
@@ -1081,6 +1090,19 @@ def retrieve(question: str, corp: Corpus, k: int = TOP_K) -> RetrieverStep:
 # ----------------------------------------------------------------------------------------------
 
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentence_vector(corp: Corpus, sentence: str) -> np.ndarray:
+    """``corp.vector(sentence)`` for a sentence of a chunk, computed once per sentence and
+    corpus (the corpus has a few hundred; every blog answer scores those of its top chunks)."""
+    known: dict[str, np.ndarray] = corp.__dict__.setdefault("_sentence_vectors", {})
+    vec = known.get(sentence)
+    if vec is None:
+        vec = corp.vector(sentence)
+        vec.flags.writeable = False
+        if len(known) < 8192:
+            known[sentence] = vec
+    return vec
 
 
 def fmt_value(value: Any) -> str:
@@ -1158,7 +1180,7 @@ def best_sentences(question: str, texts: list[str], corp: Corpus, n: int = 2) ->
         for sentence in _SENTENCE_RE.split(text.strip()):
             if len(sentence.split()) < 4:
                 continue
-            score = float(corp.vector(sentence) @ qv) - 0.02 * ti  # prefer higher-ranked chunks
+            score = float(sentence_vector(corp, sentence) @ qv) - 0.02 * ti  # prefer higher-ranked chunks
             scored.append((score, len(scored), sentence.strip()))
     scored.sort(key=lambda t: (-t[0], t[1]))
     return [s for _, _, s in scored[:n]]
@@ -1312,32 +1334,65 @@ def invent_figures(step: GeneratorStep) -> GeneratorStep:
 # ----------------------------------------------------------------------------------------------
 
 
-def answer(case: Case, *, fault: str | None = None) -> Trace:
+OVERRIDABLE = ("router", "text2sql", "retriever")
+"""Components whose output ``answer(case, overrides=...)`` accepts in place of its own."""
+
+
+def answer(
+    case: Case, *, fault: str | None = None, overrides: dict[str, dict[str, Any]] | None = None
+) -> Trace:
     """Run the pipeline on ``case.question`` and return the trace (gold is never read).
 
     ``fault`` (a scenario's ``system.options``) degrades exactly one component, for the
     fault-injected variants ``scenarios/shop-fault-*.yaml``: one of :data:`FAULTS`, or None
-    for the reference assistant."""
+    for the reference assistant.
+
+    ``overrides`` is evalharness's oracle protocol (docs/bottleneck.md): component -> the
+    output it must take instead of computing its own (the fields of its trace step) — the
+    router's ``routes``; text-to-SQL's ``sql``, ``columns`` and ``rows``; the retriever's
+    ``ids`` and ``texts``. The downstream components then work from that output, and the trace
+    records it. An override replaces the component, fault included."""
     if fault is not None and fault not in FAULTS:
         raise ValueError(
             f"unknown fault {fault!r}; valid values: {', '.join(FAULTS)} (or none)"
         )
+    overrides = overrides or {}
+    unknown = sorted(set(overrides) - set(OVERRIDABLE))
+    if unknown:
+        raise ValueError(
+            f"cannot override {', '.join(unknown)}: this assistant accepts overrides for "
+            f"{', '.join(OVERRIDABLE)}"
+        )
     question = case.question
     cat = catalog()
-    router_step = route(question, cat)
-    if fault == "router":
-        router_step = single_route(router_step)
+    if "router" in overrides:
+        router_step = RouterStep(routes=list(overrides["router"]["routes"]), latency_ms=0.0)
+    else:
+        router_step = route(question, cat)
+        if fault == "router":
+            router_step = single_route(router_step)
     sql_step: Text2SQLStep | None = None
     slots: Slots | None = None
     ret_step: RetrieverStep | None = None
     corp: Corpus | None = None
     if "sql" in router_step.routes:
-        sql_step, slots = text_to_sql(question, cat, drop_filter=fault == "text2sql")
+        if "text2sql" in overrides:
+            given = overrides["text2sql"]
+            slots = extract_slots(question, cat)  # the answer template follows the question
+            sql_step = Text2SQLStep(sql=given["sql"], columns=given.get("columns"),
+                                    rows=given.get("rows"), latency_ms=0.0)
+        else:
+            sql_step, slots = text_to_sql(question, cat, drop_filter=fault == "text2sql")
     if "blog" in router_step.routes:
         corp = corpus()
-        ret_step = retrieve_weak(question, corp) if fault == "retriever" else retrieve(
-            question, corp
-        )
+        if "retriever" in overrides:
+            given = overrides["retriever"]
+            ret_step = RetrieverStep(ids=list(given["ids"]), texts=given.get("texts"),
+                                     latency_ms=0.0)
+        elif fault == "retriever":
+            ret_step = retrieve_weak(question, corp)
+        else:
+            ret_step = retrieve(question, corp)
     gen_step = generate(question, slots, sql_step, ret_step, corp)
     if fault == "generator":
         gen_step = invent_figures(gen_step)

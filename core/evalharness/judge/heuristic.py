@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -166,20 +168,26 @@ _NUMBER_RE = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*)(?![\w]*[a-zA-Z]{3,})")
 _SIZE_RE = re.compile(r"(?<![\w.&-])(" + "|".join(SIZES) + r")(?![\w&-]|\.\w)")
 
 
+@lru_cache(maxsize=8192)
 def normalise(text: str) -> str:
-    """Unicode-normalise, unify quotes and dashes, collapse whitespace.
+    """Unicode-normalise, unify quotes and dashes, collapse whitespace. Memoised: a context
+    is normalised again for its numbers, and the same texts come back case after case.
 
     >>> normalise("It’s  10–12\u00a0€")
     "It's 10-12 €"
     """
     text = unicodedata.normalize("NFKC", text)
-    text = text.translate(str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-",
-                                         "—": "-", "‑": "-"}))
-    return re.sub(r"\s+", " ", text).strip()
+    return _SPACES.sub(" ", text.translate(_UNIFY)).strip()
 
 
+_UNIFY = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‑": "-"})
+_SPACES = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=65536)
 def fold(word: str) -> str:
-    """Lowercase and strip accents (so "Pelé" matches "Pele").
+    """Lowercase and strip accents (so "Pelé" matches "Pele"). Memoised: every token of
+    every text goes through it, and a run's vocabulary is small.
 
     >>> fold("Pelé")
     'pele'
@@ -200,8 +208,13 @@ def tokens(text: str) -> list[str]:
     >>> tokens("it 's not , do n't")
     ["it's", 'not', "don't"]
     """
+    return list(_tokens(text))
+
+
+@lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[str, ...]:
     text = _DETACHED_CLITIC.sub("", normalise(text))
-    return [fold(t).replace("’", "'") for t in _WORD_RE.findall(text)]
+    return tuple(fold(t).replace("’", "'") for t in _WORD_RE.findall(text))
 
 
 @lru_cache(maxsize=65536)
@@ -645,6 +658,13 @@ class _Context:
         self.first_person = bool(self.words & FIRST_PERSON)
 
 
+@lru_cache(maxsize=2048)
+def _prepared(context: str) -> _Context:
+    """The :class:`_Context` of a text, prepared once: the same context (a reference answer,
+    the rows and chunks of an answer) is checked against many sets of claims. Read-only."""
+    return _Context(context)
+
+
 def _key(token: str) -> str:
     # the comparison key of a token: a normalised number or a stem
     return _number_key(token) if token[0].isdigit() else stem(token)
@@ -805,7 +825,7 @@ def verify_claims(context: str, claims: Sequence[str]) -> ClaimSupportOutput:
     >>> [v.supported for v in out.verdicts]
     [True, True, False]
     """
-    ctx = _Context(context)
+    ctx = _prepared(context)
     verdicts = []
     for claim in claims:
         s = check_claim(claim, ctx)
@@ -1024,21 +1044,92 @@ class HeuristicJudge(Judge):
     def label(self) -> str:
         return "heuristic (offline, deterministic; not an LLM)"
 
+    MEMO_SIZE = 65536
+    """How many answers (and embedded texts) a judge remembers: identical inputs, which a large
+    run repeats, are answered once — :func:`answer` is a pure function of task and inputs."""
+
     async def complete(self, task: JudgmentTask, inputs: BaseModel, key: str) -> Judgment:
         base = {"task": task.id, "rubric_version": task.version, "backend": self.backend,
                 "model": self.model, "key": key, "raw": None, "requests": 0}
-        try:
-            return Judgment(**base, output=answer(task, inputs))
-        except HeuristicCannotJudge as exc:
-            return Judgment(**base, error=str(exc))
-        except Exception as exc:  # a judgment is an output or an error, never an exception
-            return Judgment(**base, error=f"heuristic judge failed: {type(exc).__name__}: "
-                                          f"{exc}")
+        found = self._answer(task, inputs)
+        if isinstance(found, BaseModel):
+            return Judgment(**base, output=found)
+        return Judgment(**base, error=found)
+
+    def _answer(self, task: JudgmentTask, inputs: BaseModel) -> BaseModel | str:
+        """:func:`answer`'s output (a private copy), or the error text; memoised on the task
+        and the inputs' content."""
+        memo = self.__dict__.setdefault("_answers", _Memo(self.MEMO_SIZE))
+        key = (task.id, task.version, type(inputs).__qualname__,
+               hashlib.sha256(inputs.model_dump_json().encode()).digest())
+        found = memo.get(key)
+        if found is None:
+            try:
+                found = answer(task, inputs)
+            except HeuristicCannotJudge as exc:
+                found = str(exc)
+            except Exception as exc:  # a judgment is an output or an error, never an exception
+                found = f"heuristic judge failed: {type(exc).__name__}: {exc}"
+            memo.put(key, found)
+        return found.model_copy(deep=True) if isinstance(found, BaseModel) else found
 
     async def embed(self, texts: list[str]) -> Embeddings:
         try:
-            vectors = embed_texts(texts)
+            vectors = self._embed(texts)
         except Exception as exc:
             return Embeddings(None, error=f"heuristic embedding failed: {exc}",
                               backend=self.backend, model=self.embedding_model)
         return Embeddings(vectors, backend=self.backend, model=self.embedding_model)
+
+    def close(self) -> None:
+        """Forget the remembered answers and embeddings, and the prepared texts, too."""
+        self.__dict__.pop("_answers", None)
+        self.__dict__.pop("_vectors", None)
+        for cached in (_prepared, _tokens, normalise):
+            cached.cache_clear()
+        super().close()
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """:func:`embed_texts`, each distinct text embedded once (rows are independent)."""
+        memo = self.__dict__.setdefault("_vectors", _Memo(self.MEMO_SIZE))
+        rows = [memo.get(t) for t in texts]
+        missing = list(dict.fromkeys(t for t, r in zip(texts, rows, strict=True) if r is None))
+        if missing:
+            fresh = dict(zip(missing, embed_texts(missing), strict=True))
+            for text, row in fresh.items():
+                row.flags.writeable = False
+                memo.put(text, row)
+            rows = [fresh[t] if r is None else r for t, r in zip(texts, rows, strict=True)]
+        out = np.empty((len(texts), EMBED_DIM), dtype=float)
+        for i, row in enumerate(rows):
+            out[i] = row
+        return out
+
+
+class _Memo:
+    """A bounded key -> value memo (the least recently used entry goes first), thread-safe.
+
+    >>> m = _Memo(2); m.put("a", 1); m.put("b", 2); m.get("a"); m.put("c", 3)
+    1
+    >>> m.get("b") is None, m.get("a"), m.get("c")
+    (True, 1, 3)
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)

@@ -10,6 +10,7 @@ nothing. Rules that need qualified columns do nothing when qualification failed
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -78,9 +79,21 @@ def normalize(tree: exp.Expression, *, schema: Schema | None = None, dialect: st
     available = {"schema": schema, "dialect": dialect, "state": state}
     tree = tree.copy()
     for rule in rules:
-        params = inspect.signature(rule).parameters
-        tree = rule(tree, **{k: v for k, v in available.items() if k in params})
+        tree = rule(tree, **{k: v for k, v in available.items() if k in _parameters(rule)})
     return tree
+
+
+def _parameters(rule: Rule) -> frozenset[str]:
+    """The keyword arguments a rule declares (read once per rule, not once per query)."""
+    try:
+        return _declared(rule)
+    except TypeError:  # an unhashable callable
+        return frozenset(inspect.signature(rule).parameters)
+
+
+@functools.lru_cache(maxsize=256)
+def _declared(rule: Rule) -> frozenset[str]:
+    return frozenset(inspect.signature(rule).parameters)
 
 
 __all__ = ["RULES", "normalize", *(r.__name__ for r in RULES)]

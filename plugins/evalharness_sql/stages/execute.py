@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
@@ -50,9 +51,28 @@ def gold_plan(pair: Pair) -> GoldPlan:
     """
     if "gold_plan" in pair.notes:
         return pair.notes["gold_plan"]
-    plan = _plan(pair.gold_tree, pair.gold, pair.dialect)
+    plan = _planned(pair.gold, pair.dialect, pair.gold_tree)
     pair.notes["gold_plan"] = plan
     return plan
+
+
+def _planned(gold: str, dialect: str, tree: exp.Expression | None) -> GoldPlan:
+    """:func:`_plan`, once per gold query (its tree is the parse of its text, or ``None``
+    when that failed); each pair gets its own copy."""
+    key = (gold, dialect, tree is None)
+    with _PLANS_LOCK:
+        plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(tree, gold, dialect)
+        with _PLANS_LOCK:
+            _PLANS[key] = plan
+            while len(_PLANS) > 4096:
+                del _PLANS[next(iter(_PLANS))]
+    return replace(plan, keys=None if plan.keys is None else list(plan.keys))
+
+
+_PLANS: dict[tuple[str, str, bool], GoldPlan] = {}
+_PLANS_LOCK = threading.Lock()
 
 
 def _plan(tree: exp.Expression | None, sql: str, dialect: str) -> GoldPlan:

@@ -2,33 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from evalharness_sql.rules import normalize
+from evalharness_sql.memo import NormalForm, normal_form_entry
 from evalharness_sql.verdict import Pair, Verdict
 
 
 def normal_forms(pair: Pair) -> tuple[exp.Expression, exp.Expression, bool] | None:
     """Both queries' normal forms and whether both were qualified against the schema."""
+    forms = _forms(pair)
+    if forms is None:
+        return None
+    gold, pred = forms
+    return gold.tree, pred.tree, gold.qualified and pred.qualified
+
+
+def _forms(pair: Pair) -> tuple[NormalForm, NormalForm] | None:
+    """Both queries' memoised normal forms (computed once per query text and database, and
+    shared with ``exact_match``; see :func:`evalharness_sql.memo.normal_form_entry`), or
+    ``None`` when either cannot be made or they were normalised to different depths."""
     if pair.gold_tree is None or pair.predicted_tree is None:
         return None
-    schema = pair.engine.schema() if pair.engine is not None else None
-    gold_state: dict[str, Any] = {}
-    pred_state: dict[str, Any] = {}
     try:
-        gold = normalize(pair.gold_tree, schema=schema, dialect=pair.dialect, state=gold_state)
-        pred = normalize(pair.predicted_tree, schema=schema, dialect=pair.dialect,
-                         state=pred_state)
+        gold = normal_form_entry(pair.gold, pair.dialect, pair.engine)
+        pred = normal_form_entry(pair.predicted_sql or pair.predicted, pair.dialect, pair.engine)
     except (SqlglotError, RecursionError, ValueError, TypeError, KeyError, AttributeError,
             AssertionError):
         return None
-    qualified = bool(gold_state.get("qualified")) and bool(pred_state.get("qualified"))
-    if bool(gold_state.get("qualified")) != bool(pred_state.get("qualified")):
+    if gold.qualified != pred.qualified:
         return None  # normalised to different depths: not comparable
-    return gold, pred, qualified
+    return gold, pred
 
 
 def normalise(pair: Pair) -> Verdict | None:
@@ -45,14 +49,13 @@ def normalise(pair: Pair) -> Verdict | None:
     >>> parse(pair), normalise(pair).reason
     (None, 'identical normal forms (qualified against the schema)')
     """
-    forms = normal_forms(pair)
+    forms = _forms(pair)
     if forms is None:
         return None
-    gold, pred, qualified = forms
-    pair.gold_normal, pair.predicted_normal = gold, pred
-    gold_sql = gold.sql(dialect=pair.dialect, comments=False)
-    pred_sql = pred.sql(dialect=pair.dialect, comments=False)
-    if gold_sql != pred_sql:
+    gold, pred = forms
+    pair.normal_forms = (gold, pred)  # the trees, pair.gold_normal etc., are made when used
+    if gold.sql != pred.sql:
         return None
+    qualified = gold.qualified and pred.qualified
     how = "identical normal forms" + (" (qualified against the schema)" if qualified else "")
-    return Verdict(True, "normalise", how, details={"normal_form": gold_sql})
+    return Verdict(True, "normalise", how, details={"normal_form": gold.sql})

@@ -1,0 +1,315 @@
+"""Oracle headroom: how many failed cases a perfect component would have fixed.
+
+Attribution (:mod:`evalharness.attribution`) says where a failed case *starts* to go wrong;
+headroom asks the counterfactual question. After a run, each case that failed end to end is
+run again with one component's output replaced by its gold — the router's by the gold routes,
+text-to-SQL's by the gold SQL and its rows, the retriever's by the gold relevant chunks — and
+evaluated like any case. The end-to-end pass-rate gain is that component's headroom. One more
+rerun imposes every oracle a case has at once: what is left failing then is the generator's,
+or an interaction.
+
+The protocol (docs/bottleneck.md): the system callable declares a keyword parameter
+``overrides``; for a rerun it receives ``{component: {field: value, ...}}``, the fields of the
+component's trace step, and must use them instead of running the component, and record them
+in its trace. A system without that parameter gets no headroom (the report says why). The
+oracle outputs come from plugins, through the ``oracle_output`` hook: the built-in plugins
+provide one for routers, text-to-SQL and retrievers; generators have none (their gold, the
+reference answer, is what the end-to-end verdict compares against).
+
+Reruns are written to ``headroom.jsonl`` next to ``results.jsonl`` (one record per oracle and
+case, flushed as they finish), so an interrupted run resumes them too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalharness.context import EvalContext
+from evalharness.errors import NoOracle
+from evalharness.judge.base import judge_usage
+from evalharness.models import Bottleneck, CaseResult, HeadroomRecord, HeadroomRow, Trace
+from evalharness.scenario import Scenario
+from evalharness.stats import bootstrap_ci, seed_for
+
+HEADROOM = "headroom.jsonl"
+PARAMETER = "overrides"
+"""The keyword parameter a system callable declares to accept oracle overrides."""
+
+ALL = "+"
+"""Joins the components of the oracle that imposes every component's gold at once."""
+
+
+def accepts_overrides(func: Callable[..., Any] | None) -> bool:
+    """Whether the system callable declares the ``overrides`` keyword parameter (a bare
+    ``**kwargs`` does not count: a system that swallows overrides silently would report a
+    headroom of zero).
+
+    >>> def answer(case, *, overrides=None): ...
+    >>> def legacy(case, **options): ...
+    >>> accepts_overrides(answer), accepts_overrides(legacy), accepts_overrides(None)
+    (True, False, False)
+    """
+    if func is None:
+        return False
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get(PARAMETER)
+    return param is not None and param.kind in (param.KEYWORD_ONLY,
+                                                 param.POSITIONAL_OR_KEYWORD)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One rerun: an oracle (one component, or all of them) on one failed case."""
+
+    oracle: str
+    components: tuple[str, ...]
+    case_index: int
+    overrides: dict[str, dict[str, Any]]
+
+
+class Failed(str):
+    """Why an oracle output could not be built because a plugin failed (not a missing gold)."""
+
+
+def oracle_outputs(scenario: Scenario, context: EvalContext, result: CaseResult
+                   ) -> dict[str, dict[str, Any] | str]:
+    """Component -> its oracle output for the case (a dict of step fields), or the reason
+    there is none: no plugin provides one for its kind, the case lacks the gold (a ``str``),
+    or a plugin failed (a :class:`Failed`). In pipeline order."""
+    out: dict[str, dict[str, Any] | str] = {}
+    for component in scenario.pipeline.order:
+        kind = scenario.pipeline.kind(component)
+        try:
+            found = scenario.host.pm.hook.oracle_output(component=component, kind=kind,
+                                                     case=result.case, context=context)
+        except NoOracle as exc:
+            out[component] = str(exc)
+            continue
+        except Exception as exc:  # a broken plugin costs this oracle, not the run
+            out[component] = Failed(f"the oracle output of a plugin for {kind} components "
+                                    f"raised {type(exc).__name__}: {exc}")
+            continue
+        if found is None:
+            out[component] = f"no plugin provides an oracle output for {kind} components"
+        elif not isinstance(found, dict):
+            out[component] = Failed(f"a plugin's oracle output for {kind} components is a "
+                                    f"{type(found).__name__}, not a dict of step fields")
+        else:
+            out[component] = found
+    return out
+
+
+def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult]
+         ) -> tuple[list[tuple[str, tuple[str, ...]]], list[Job], list[HeadroomRecord]]:
+    """The oracles (label, components), the reruns they need, and the records of the failed
+    cases no rerun can help (no oracle output): one per oracle and failed case in all."""
+    failed = [(i, r) for i, r in enumerate(results)
+              if r.end_to_end is not None and r.end_to_end.status == "fail"]
+    outputs = {i: oracle_outputs(scenario, context, r) for i, r in failed}
+    components = [c for c in scenario.pipeline.order
+                  if c in scenario.pipeline.components and any(
+                      isinstance(outputs[i].get(c), dict) for i, _ in failed)]
+    oracles = [(c, (c,)) for c in scenario.pipeline.order]
+    if len(components) > 1:
+        oracles.append((ALL.join(components), tuple(components)))
+    jobs: list[Job] = []
+    skipped: list[HeadroomRecord] = []
+    for label, comps in oracles:
+        for i, r in failed:
+            given = {c: o for c in comps if isinstance(o := outputs[i].get(c), dict)}
+            failed_here = [c for c in comps if isinstance(outputs[i].get(c), Failed)]
+            if failed_here:  # a broken plugin: an error, never a silent "no oracle"
+                why = "; ".join(f"{c}: {outputs[i][c]}" for c in failed_here)
+                skipped.append(HeadroomRecord(oracle=label, components=list(comps),
+                                              case_id=r.case.id, status="error", reason=why))
+            elif given:
+                jobs.append(Job(label, comps, i, given))
+            else:
+                why = "; ".join(f"{c}: {outputs[i].get(c)}" for c in comps)
+                skipped.append(HeadroomRecord(oracle=label, components=list(comps),
+                                              case_id=r.case.id, status="no_oracle",
+                                              reason=why))
+    return oracles, jobs, skipped
+
+
+def ignored(trace: Trace, overrides: dict[str, dict[str, Any]]) -> str | None:
+    """Why the trace shows the system did not use an override (a step it records differs from
+    the imposed output), or ``None``. A component that did not run is fine: an upstream
+    decision (a route) can make an oracle moot."""
+    for component, fields in overrides.items():
+        step = trace.step(component)
+        if step is None:
+            continue
+        recorded = step if isinstance(step, dict) else step.model_dump(mode="json")
+        for name, value in fields.items():
+            if _json(recorded.get(name)) != _json(value):
+                return (f"the system did not apply the {component} override: its trace has "
+                        f"{name}={_short(recorded.get(name))}, the oracle gave "
+                        f"{_short(value)} (a system that accepts `overrides` must use and "
+                        "record them; see docs/bottleneck.md)")
+    return None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = _json(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def record_of(job: Job, result: CaseResult, trace: Trace) -> HeadroomRecord:
+    """What a rerun shows: fixed, still failing, or an error (with the reason)."""
+    base = {"oracle": job.oracle, "components": list(job.components),
+            "case_id": result.case.id}
+    problem = trace.error or ignored(trace, job.overrides)
+    if problem is not None:
+        return HeadroomRecord(**base, status="error", reason=problem)
+    judgments = [j for comp in result.components.values() for v in comp.metrics.values()
+                 for j in v.details.get("judgments", []) if isinstance(j, dict)]
+    if judgments:
+        base["judge"] = judge_usage(judgments)
+    e2e = result.end_to_end
+    verdicts = {c: v.status for c, v in result.verdicts.items()}
+    if e2e is None or e2e.status == "error":
+        why = (e2e.reason or "") if e2e is not None else "no end-to-end verdict"
+        return HeadroomRecord(**base, status="error", reason=why, verdicts=verdicts)
+    if e2e.status == "pass":
+        return HeadroomRecord(**base, status="fixed", reason=e2e.reason or "",
+                              verdicts=verdicts)
+    attribution = result.attribution
+    why = (attribution.reason if attribution is not None else e2e.reason) or ""
+    return HeadroomRecord(**base, status="still_fails", reason=why, verdicts=verdicts)
+
+
+def read_records(path: Path) -> list[HeadroomRecord]:
+    """The records of ``headroom.jsonl`` (a torn last line, left by a kill, is dropped)."""
+    if not path.is_file():
+        return []
+    out = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(HeadroomRecord.model_validate_json(line))
+        except ValueError:
+            if n == len(lines) - 1:
+                break
+            raise
+    return out
+
+
+async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[..., Any],
+                       results: Sequence[CaseResult], out_dir: Path, *,
+                       concurrency: int, progress: Any,
+                       call_system: Callable[..., Any]
+                       ) -> tuple[list[tuple[str, tuple[str, ...]]], list[HeadroomRecord]]:
+    """Rerun the failed cases under each oracle (skipping reruns ``headroom.jsonl`` already
+    holds); return the oracles and every record. ``call_system`` is the runner's: it calls the system for
+    each ``(tag, case, kwargs)`` and puts ``(tag, case, trace)`` on a queue."""
+    path = out_dir / HEADROOM
+    done = {(r.oracle, r.case_id): r for r in read_records(path)}
+    oracles, jobs, skipped = plan(scenario, context, results)
+    records = [r for r in skipped]
+    pending = [j for j in jobs if (j.oracle, results[j.case_index].case.id) not in done]
+    records += [done[(j.oracle, results[j.case_index].case.id)] for j in jobs
+                if (j.oracle, results[j.case_index].case.id) in done]
+    with open(path, "w", encoding="utf-8") as sink:  # rewritten whole: drops a torn tail
+        for record in records:
+            sink.write(record.model_dump_json() + "\n")
+        sink.flush()
+        if not pending:
+            return oracles, records
+        progress.start(len(jobs), len(jobs) - len(pending), label="oracle reruns")
+        queue: asyncio.Queue = asyncio.Queue()
+        options = scenario.system.options if scenario.system is not None else {}
+        calls = [(n, results[j.case_index].case, {**options, PARAMETER: j.overrides})
+                 for n, j in enumerate(pending)]
+        producer = asyncio.create_task(call_system(func, calls, concurrency, queue))
+        try:
+            buffer: list[tuple[int, Any, Trace]] = []
+            received = 0
+            while received < len(pending):
+                buffer.append(await queue.get())
+                received += 1
+                if len(buffer) >= scenario.spec.batch_size or received == len(pending):
+                    records += _evaluate(scenario, context, pending, buffer, sink)
+                    progress.advance(len(buffer))
+                    buffer.clear()
+            await producer
+        finally:
+            if not producer.done():
+                producer.cancel()
+                with contextlib.suppress(BaseException):
+                    await producer
+            progress.stop()
+    return oracles, records
+
+
+def _evaluate(scenario: Scenario, context: EvalContext, pending: list[Job],
+              buffer: list[tuple[int, Any, Trace]], sink) -> list[HeadroomRecord]:
+    from evalharness.evaluate import evaluate_batch
+    from evalharness.verdicts import criteria_for
+
+    # only the evaluators the verdicts read: the rest would cost judge requests for nothing
+    evaluated = evaluate_batch(scenario, context, [(case, trace) for _, case, trace in buffer],
+                               warned=set(), only=criteria_for(scenario).needed())
+    out = []
+    for (n, _, trace), result in zip(buffer, evaluated, strict=True):
+        record = record_of(pending[n], result, trace)
+        sink.write(record.model_dump_json() + "\n")
+        out.append(record)
+    sink.flush()
+    os.fsync(sink.fileno())
+    return out
+
+
+def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Sequence[str]]],
+              bottleneck: Bottleneck) -> list[HeadroomRow]:
+    """One row per oracle: cases fixed, still failing, without an oracle, errors, and the gain
+    in end-to-end pass rate over the run's decided cases, with a seeded bootstrap CI."""
+    e2e = bottleneck.end_to_end
+    decided = e2e.passed + e2e.failed
+    rows = []
+    for label, comps in oracles:
+        mine = [r for r in records if r.oracle == label]
+        counts = Counter(r.status for r in mine)
+        fixed = counts["fixed"]
+        completed = fixed + counts["still_fails"]
+        notes = []
+        if counts["error"]:
+            errors = Counter(r.reason for r in mine if r.status == "error")
+            notes.append(f"{counts['error']} reruns failed, e.g. {errors.most_common(1)[0][0]}")
+        if counts["no_oracle"]:
+            reasons = Counter(r.reason.split("; ")[0] for r in mine if r.status == "no_oracle")
+            notes.append(f"{counts['no_oracle']} failed cases have no oracle output, e.g. "
+                         f"{reasons.most_common(1)[0][0]}")
+        # a gain counts the reruns that completed; none completed: not computed, not zero
+        gain = fixed / decided if decided and (completed or not e2e.failed) else None
+        reason = "; ".join(notes) or (None if e2e.failed else "no case failed end to end")
+        ci = None
+        if gain is not None:
+            found = bootstrap_ci([1.0] * fixed + [0.0] * (decided - fixed),
+                                 seed=seed_for("headroom", label))
+            ci = None if found is None else [found[0], found[1]]
+        rows.append(HeadroomRow(
+            oracle=label, components=list(comps), gain=gain, ci95=ci,
+            pass_rate=(e2e.pass_rate + gain) if gain is not None and e2e.pass_rate is not None
+            else None,
+            fixed=fixed, still_fails=counts["still_fails"], no_oracle=counts["no_oracle"],
+            errors=counts["error"], reason=reason))
+    return rows
