@@ -329,7 +329,9 @@ def test_shop_twice_shows_no_regression(shop_runs):
         assert m.mean_a == pytest.approx(report["components"][m.component]["metrics"][m.metric]
                                          ["mean"], rel=1e-12)
     for m in cmp.metrics:
-        if m.metric not in TIMING:
+        if m.status == "run_level":  # macro_f1, micro_f1, ece@10bins: the same value twice
+            assert m.delta == 0 and m.p_value is None, m
+        elif m.metric not in TIMING:
             assert (m.delta, m.p_value, m.status) == (0, 1.0, "not_significant"), m
     assert not cmp.gated_regressions and set(cmp.regressions) <= {
         f"{m.component}.{m.metric}" for m in cmp.metrics if m.metric in TIMING}
@@ -366,3 +368,27 @@ def test_shop_fault_variant_regression_is_significant(shop_runs, tmp_path):
     assert cmp.gated_regressions == ["retriever.ndcg@5"]
     router = next(m for m in cmp.metrics if m.metric == "route_accuracy")
     assert router.p_value == 1.0 and router.status == "not_significant"
+
+
+def test_run_level_metrics_are_shown_never_tested_or_flagged(tmp_path):
+    """A run-level metric (one value per run) has no per-case pairs: both values and B − A,
+    status run_level, never a regression — even when it is gated and much worse."""
+    outs = []
+    for name, worse in (("good", False), ("bad", True)):
+        folder = tmp_path / name
+        scenario = _medium(folder, name, _traces(worse), "router.macro_f1 >= 0.1")
+        scenario.write_text(scenario.read_text().replace(
+            "router: [route_accuracy]", "router: [route_accuracy, routing]"))
+        out = folder / "run"
+        assert run_cli("scenario", scenario, "--out", out, "-q").code == 0
+        outs.append(out)
+    res = run_cli("compare", *outs, "--json", "--metric", "router.*")
+    cmp = Comparison.model_validate_json(res.out)
+    macro = next(m for m in cmp.metrics if m.metric == "macro_f1")
+    assert macro.status == "run_level" and macro.p_value is None and macro.n_paired == 0
+    assert macro.mean_a == 1.0 and macro.delta == pytest.approx(macro.mean_b - 1.0)
+    assert macro.delta < -0.3
+    assert macro.gates == ["router.macro_f1 >= 0.1"]
+    assert "router.macro_f1" not in cmp.regressions
+    table = run_cli("compare", *outs, "--metric", "router.macro_f1")
+    assert "per run: not tested" in table.out

@@ -265,6 +265,59 @@ def test_hook_report_sections(small):
     assert "## Empty answers\n\nc2" in render_markdown(report)
 
 
+class Coverage:
+    """An evaluator with a run-level metric: the share of cases whose generator answered."""
+
+    @hookimpl
+    def register_evaluators(self, register):
+        register(Evaluator(name="coverage", component="generator", metrics=["answered"],
+                           run_metrics=["coverage"]))
+
+    @hookimpl
+    def evaluate_generator(self, evaluator, batch):
+        return [{"answered": MetricValue.of(bool(step.answer))} for _, step in batch]
+
+    @hookimpl
+    def evaluate_run(self, evaluator, component, results):
+        answered = [r.components[component].metrics["answered"].value for r in results]
+        return {"coverage": MetricValue.of(sum(answered) / len(answered), n=len(answered),
+                                           ci95=[0.25, 1.0], note="hand-made interval")}
+
+
+def test_hook_evaluate_run(small):
+    _, _, report = run_with([Coverage()], small, extra_yaml="  - generator.coverage >= 0.9\n",
+                            replace={"  generator: [answer_present]": "  generator: [coverage]"})
+    s = report.components["generator"].metrics["coverage"]
+    assert (s.mean, s.n, s.ci95, s.scope, s.errors) == (2 / 3, 3, [0.25, 1.0], "run", 0)
+    assert s.details == {"note": "hand-made interval"}
+    assert report.components["generator"].metrics["answered"].scope == "case"
+    gate = next(g for g in report.gates if g.metric == "coverage")
+    assert gate.value == 2 / 3 and not gate.passed  # gated like any metric
+    assert "| generator | coverage *(per run)* | 0.667 |" in render_markdown(report)
+
+
+def test_a_failing_run_metric_is_an_error_with_its_reason(small, capfd):
+    class Broken(Coverage):
+        @hookimpl
+        def evaluate_run(self, evaluator, component, results):
+            raise RuntimeError("boom")
+
+    _, _, report = run_with([Broken()], small,
+                            replace={"  generator: [answer_present]": "  generator: [coverage]"})
+    s = report.components["generator"].metrics["coverage"]
+    assert s.mean is None and s.errors == 1 and s.scope == "run"
+    assert "evaluate_run raised RuntimeError: boom" in next(iter(s.error_reasons))
+    assert "warning:" in capfd.readouterr().err
+
+
+def test_a_run_metric_cannot_be_a_verdict_criterion(small):
+    from evalharness.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match="'coverage' is a run-level metric"):
+        run_with([Coverage()], small, extra_yaml="verdicts:\n  generator: coverage >= 0.5\n",
+                 replace={"  generator: [answer_present]": "  generator: [coverage]"})
+
+
 def test_hook_register_commands(monkeypatch):
     from evalharness import cli as cli_module
 

@@ -218,3 +218,70 @@ def test_routing_in_a_scenario(small):
     assert data["per_route"]["blog"]["fp"] == 0 and data["per_route"]["sql"]["fp"] == 1
     md = render_markdown(report)
     assert "## Routing\n\n3 of 3 evaluated cases have gold routes." in md
+
+
+def test_run_level_metrics_by_hand():
+    """macro_f1, micro_f1 and ece@10bins as run-level metrics: the section's numbers (checked
+    by hand above), with bootstrap intervals around them."""
+    from evalharness_router.run import run_metrics
+    from evalharness_router.settings import RoutingSettings
+
+    out = run_metrics("router", MULTI, RoutingSettings(ece_bins=10))
+    assert out["macro_f1"].value == pytest.approx(1 / 3)
+    assert out["micro_f1"].value == pytest.approx(6 / 13)
+    assert out["ece@10bins"].value == pytest.approx((0.3 + 0.55 + 2 * 0.825 + 0.1) / 5)
+    assert out["macro_f1"].details["n"] == 6 and out["ece@10bins"].details["n"] == 5
+    for name, value in out.items():
+        lo, hi = value.details["ci95"]
+        assert 0 <= lo <= value.value <= hi <= 1, name
+    assert out == run_metrics("router", MULTI, RoutingSettings(ece_bins=10))  # seeded
+    # without gold, or without confidences: errors with reasons, never 0
+    none = run_metrics("router", [result(None, ["sql"], 0.9)], RoutingSettings())
+    assert all(v.error and "no case has gold routes" in v.error for v in none.values())
+    unsure = run_metrics("router", [result(["sql"], ["sql"]), result(["blog"], ["sql"])],
+                         RoutingSettings())
+    assert unsure["ece@10bins"].error.startswith("the router reports no confidence")
+    assert unsure["micro_f1"].value == pytest.approx(2 / 4)  # TP 1, FP 1, FN 1
+
+
+def test_run_level_bootstrap_of_sums_matches_recomputing_on_resamples():
+    """The interval from resampled sums is the interval of the statistic recomputed on each
+    resample of the cases (the same seeded resamples)."""
+    import numpy as np
+
+    from evalharness.stats import bootstrap_sums, percentile_ci, seed_for
+    from evalharness_router.metrics import averages, route_counts
+    from evalharness_router.run import run_metrics
+    from evalharness_router.settings import RoutingSettings
+
+    cases = MULTI[:6]
+    pairs = [(frozenset(r.trace.router.routes), frozenset(r.case.gold.routes)) for r in cases]
+    rng = np.random.default_rng(seed_for("run", "router", "routes"))
+    idx = rng.integers(0, len(pairs), size=(2000, len(pairs)), dtype=np.int32)
+    micro = []
+    for row in idx:
+        sample = [pairs[i] for i in row]
+        f1 = averages(route_counts(sample, ["blog", "faq", "sql"]))["micro_f1"]
+        micro.append(np.nan if f1 is None else f1)
+    expected = percentile_ci(np.array(micro))
+    got = run_metrics("router", cases, RoutingSettings())["micro_f1"].details["ci95"]
+    assert got == pytest.approx(list(expected))
+    assert bootstrap_sums(np.ones((3, 1)), seed=1, resamples=5).ravel().tolist() == [3.0] * 5
+
+
+def test_run_level_metrics_are_gated_in_a_scenario(small, cli):
+    text = small.read_text().replace("  router: [route_accuracy]",
+                                     "  router: [route_accuracy, routing]")
+    small.write_text(text + "  - router.macro_f1 >= 0.95\n  - router.ece@10bins <= 0.5\n")
+    result = cli("scenario", small, "--out", small.parent / "out")
+    assert result.code == 1, result
+    report = json.loads((small.parent / "out" / "report.json").read_text())
+    macro = report["components"]["router"]["metrics"]["macro_f1"]
+    # sql: TP c1 c3, FP c2 -> F1 0.8; blog: TP c2 c3 -> F1 1; macro 0.9
+    assert macro["scope"] == "run" and macro["n"] == 3 and macro["mean"] == pytest.approx(0.9)
+    gates = {g["name"]: g["passed"] for g in report["gates"]}
+    assert gates["router.macro_f1 >= 0.95"] is False
+    # the small traces report no confidence: the ECE is an error, so its gate fails
+    ece = report["components"]["router"]["metrics"]["ece@10bins"]
+    assert ece["mean"] is None and ece["errors"] == 1 and gates["router.ece@10bins <= 0.5"] is False
+    assert "macro_f1 (per run)" in result.out

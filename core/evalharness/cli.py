@@ -186,7 +186,8 @@ def print_summary(report: Report, console: Console) -> None:
         rows = list(comp.metrics.items()) or [("(no evaluator)", None)]
         for i, (metric, s) in enumerate(rows):
             table.add_row(
-                name if i == 0 else "", metric,
+                name if i == 0 else "",
+                metric + (" [dim](per run)[/dim]" if s is not None and s.scope == "run" else ""),
                 fmt(s.mean) if s else "", fmt_ci(s.ci95) if s else "", str(s.n) if s else "",
                 (f"[red]{s.errors}[/red]" if s.errors else "0") if s else "")
         table.add_section()

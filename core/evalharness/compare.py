@@ -82,7 +82,7 @@ class _Model(BaseModel):
 
 
 Status = Literal["improved", "regressed", "changed", "not_significant", "not_comparable",
-                 "no_pairs"]
+                 "no_pairs", "run_level"]
 
 
 class RunInfo(_Model):
@@ -172,7 +172,8 @@ class MetricComparison(_Model):
     """``improved`` / ``regressed``: significant (``p < alpha``) in the good / bad direction;
     ``changed``: significant for a neutral metric; ``not_significant``; ``not_comparable``: a
     judged metric while the two runs' judges differ; ``no_pairs``: no case has a value in
-    both runs."""
+    both runs; ``run_level``: a run-level metric (one value per run, e.g. a macro-F1): both
+    values and their difference, no paired test, never a regression."""
 
     judged: bool
     """Whether the metric's values come from the judge (in either run)."""
@@ -408,6 +409,21 @@ JUDGE_IDENTITY = ("backend", "model", "embedding_model")
 """The judge fields that must agree for judged metrics to be comparable."""
 
 
+def run_level_row(component: str, metric: str, a: dict[str, Any], b: dict[str, Any],
+                  gates: list[str] | None) -> MetricComparison:
+    """A run-level metric (one value per run): both values and B − A. There is no per-case
+    pair to test, so it is shown, never flagged; rerun both scenarios' cases together to test
+    it."""
+    mean_a, mean_b = _number(a.get("mean")), _number(b.get("mean"))
+    return MetricComparison(
+        component=component, metric=metric, direction=direction(metric), mean_a=mean_a,
+        mean_b=mean_b, n_a=int(a.get("n") or 0), n_b=int(b.get("n") or 0), n_paired=0,
+        only_a=0, only_b=0,
+        delta=None if mean_a is None or mean_b is None else mean_b - mean_a,
+        ci95=None, p_value=None, p_method=None, status="run_level", judged=False,
+        gates=list(gates or []))
+
+
 def _run_info(run: Run) -> RunInfo:
     scenario = run.report.get("scenario") or {}
     judge = run.report.get("judge") or {}
@@ -459,6 +475,10 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
 
     rows = []
     for component, metric in chosen:
+        sa, sb = run_a.summary(component, metric), run_b.summary(component, metric)
+        if "run" in (sa.get("scope"), sb.get("scope")):
+            rows.append(run_level_row(component, metric, sa, sb, gates.get((component, metric))))
+            continue
         judged = bool(run_a.summary(component, metric).get("judge")
                       or run_b.summary(component, metric).get("judge"))
         rows.append(compare_metric(
@@ -613,6 +633,7 @@ FLAGS = {
     "not_significant": "",
     "not_comparable": "[yellow]judge differs[/yellow]",
     "no_pairs": "[dim]no pairs[/dim]",
+    "run_level": "[dim]per run: not tested[/dim]",
 }
 MARKS = {"higher": "", "lower": " ↓", "neutral": " ·"}
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from evalharness.context import EvalContext
     from evalharness.models import (
         Case,
+        CaseResult,
         GeneratorStep,
         MetricValue,
         Report,
@@ -237,6 +238,43 @@ def evaluate_generator(
             if evaluator == "politeness":
                 return [{"says_thanks": MetricValue.of("thank" in (s.answer or "").lower())}
                         for _, s in batch]
+    """
+
+
+@hookspec(firstresult=True)
+def evaluate_run(
+    evaluator: str,
+    component: str,
+    results: Sequence[CaseResult],
+    settings: BaseModel,
+    context: EvalContext,
+) -> dict[str, MetricValue] | None:
+    """Compute an evaluator's run-level metrics: one value for the whole run.
+
+    Called once per run, after every case is evaluated (also when a ``--resume`` run
+    finishes), for each configured evaluator that declared ``run_metrics``, on the plugin
+    that registered it, once per component it is configured on. Run-level metrics are numbers
+    that are not means of per-case values — a macro-F1, an expected calibration error — and
+    can then be gated like any metric (``router.macro_f1 >= 0.8``).
+
+    :param evaluator: name of the evaluator (as registered).
+    :param component: the component it is configured on.
+    :param results: every :class:`evalharness.models.CaseResult` of the run, in case order
+        (``results[i].components[component]`` holds the per-case metrics).
+    :param settings: the evaluator's settings.
+    :param context: the run's context.
+    :returns: ``{metric: MetricValue}`` for exactly the declared run metrics;
+        ``MetricValue.failed(reason)`` for one that cannot be computed. A value's details may
+        give ``ci95`` (``[low, high]``) and ``n`` (the cases it was computed from); the rest of
+        its details are kept in the report. First non-``None`` result wins.
+
+    Example::
+
+        @hookimpl
+        def evaluate_run(evaluator, component, results):
+            if evaluator == "coverage":
+                ran = [r for r in results if r.components[component].status == "evaluated"]
+                return {"coverage": MetricValue.of(len(ran) / len(results), n=len(results))}
     """
 
 

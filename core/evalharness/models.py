@@ -386,6 +386,15 @@ class MetricSummary(_Model):
     """For judged metrics: judgments, requests, cache hits, tokens, errors (and cost when the
     judge has a price table), summed from the judgment records stored with the values."""
 
+    scope: Literal["case", "run"] = "case"
+    """``case``: the mean of per-case values; ``run``: one value computed over the whole run
+    (a macro-F1, an ECE) by its evaluator's ``evaluate_run`` hook — then ``mean`` is that
+    value, ``ci95`` the evaluator's own interval (``null`` if it gives none), ``n`` the cases
+    it was computed from, and ``errors`` 1 when it could not be computed."""
+
+    details: dict[str, Any] = Field(default_factory=dict)
+    """For run-level metrics: the evidence the evaluator gave with the value (e.g. bins)."""
+
 
 class CostSummary(_Model):
     """Latency and tokens of one component over the run."""

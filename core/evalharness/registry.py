@@ -24,6 +24,12 @@ class Evaluator:
     ``metrics`` is the list of metric names it produces, or a function of its settings that
     returns them (for metrics whose name carries a cutoff, like ``recall@5``). The core uses it
     to validate gates before anything runs, and rejects a hook result naming other metrics.
+
+    ``run_metrics`` names the *run-level* metrics it computes once over the whole run (a
+    macro-F1, an expected calibration error: numbers that are not means of per-case values),
+    likewise a list or a function of the settings; the core asks for them through the
+    ``evaluate_run`` hook after every case is evaluated. They can be gated, never used as
+    per-case verdict criteria.
     """
 
     name: str
@@ -33,10 +39,16 @@ class Evaluator:
     needs_judge: bool = False
     needs_database: bool = False
     description: str = ""
+    run_metrics: list[str] | Callable[[Any], list[str]] = ()
 
     def metric_names(self, settings: BaseModel) -> list[str]:
         """The metric names this evaluator produces with these settings."""
         names = self.metrics(settings) if callable(self.metrics) else self.metrics
+        return list(names)
+
+    def run_metric_names(self, settings: BaseModel) -> list[str]:
+        """The run-level metric names it computes with these settings."""
+        names = self.run_metrics(settings) if callable(self.run_metrics) else self.run_metrics
         return list(names)
 
 

@@ -3,6 +3,7 @@ report.json and .md."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections import Counter
@@ -23,6 +24,7 @@ from evalharness.models import (
     GateResult,
     HeadroomRow,
     MetricSummary,
+    MetricValue,
     Report,
     Step,
 )
@@ -53,6 +55,8 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                     [r.components[component].metrics[metric] for r in results
                      if component in r.components and metric in r.components[component].metrics],
                     configured.name, prices, seed=seed_for(component, metric))
+            if configured.run_metrics:
+                metrics.update(run_level(scenario, outcome, component, configured))
         components[component] = ComponentReport(
             kind=scenario.pipeline.kind(component),
             cases={s: statuses.get(s, 0) for s in ("evaluated", "not_run", "error")},
@@ -110,6 +114,52 @@ def _add_headroom(report: Report, outcome: RunOutcome) -> None:
     usage = _sum_usage([r.judge for r in records if r.judge])
     if usage:
         report.judge["headroom_usage"] = usage
+
+
+def run_level(scenario: Scenario, outcome: RunOutcome, component: str,
+              configured: Any) -> dict[str, MetricSummary]:
+    """The evaluator's run-level metrics (its ``evaluate_run`` hook), as summaries with
+    ``scope="run"``; a metric that could not be computed is an error with its reason, and an
+    evaluator that raises or answers wrongly costs its run metrics, never the report."""
+    results = outcome.results
+    evaluated = sum(1 for r in results if component in r.components
+                    and r.components[component].status == "evaluated")
+    label = f"evaluator {configured.name!r} of plugin {configured.plugin!r}"
+    problem = None
+    try:
+        context = dataclasses.replace(outcome.context, component=component)
+        answer = scenario.host.call_for_plugin(
+            "evaluate_run", configured.plugin, evaluator=configured.name, component=component,
+            results=results, settings=configured.settings, context=context)
+    except Exception as exc:
+        answer, problem = None, f"{label}: evaluate_run raised {type(exc).__name__}: {exc}"
+    if problem is None and not isinstance(answer, dict):
+        problem = (f"{label} declares run metrics but its evaluate_run hook returned "
+                   f"{type(answer).__name__}, not {{metric: MetricValue}}")
+    if problem is not None:
+        print(f"warning: {problem}", file=sys.stderr)
+    out = {}
+    for name in configured.run_metrics:
+        value = None if problem else answer.get(name)
+        if value is not None and not isinstance(value, MetricValue):
+            try:
+                value = MetricValue.of(value)
+            except (TypeError, ValueError) as exc:
+                value = MetricValue.failed(f"{label}: {name} is not a number ({exc})")
+        if value is None:
+            value = MetricValue.failed(problem or f"{label}: evaluate_run gave no value for "
+                                                  f"{name}")
+        details = dict(value.details)
+        ci = details.pop("ci95", None)
+        n = details.pop("n", evaluated)
+        out[name] = MetricSummary(
+            mean=value.value if value.error is None else None,
+            ci95=list(ci) if value.error is None and ci is not None else None,
+            n=int(n) if value.error is None else 0, errors=0 if value.error is None else 1,
+            evaluator=configured.name,
+            error_reasons={value.error: 1} if value.error is not None else {},
+            scope="run", details=details)
+    return out
 
 
 def _sections_of(host, plugin: str, report: Report, results) -> list[dict[str, Any]]:
@@ -257,7 +307,9 @@ def render_markdown(report: Report) -> str:
            "results.jsonl).", ""] if report.cases["system_errors"] else []),
         "## Metrics per component",
         "",
-        "Each component is scored on its own ground truth; scores are never combined.",
+        "Each component is scored on its own ground truth; scores are never combined. "
+        "*(per run)*: one value computed over the whole run (not a mean of per-case values), "
+        "with the evaluator's bootstrap interval.",
         "",
         "| component | metric | mean | 95% CI | n | errors | evaluator |",
         "|---|---|---:|---|---:|---:|---|",
@@ -266,8 +318,9 @@ def render_markdown(report: Report) -> str:
         if not comp.metrics:
             lines.append(f"| {name} | *(no evaluator configured)* | | | | | |")
         for metric, s in comp.metrics.items():
-            lines.append(f"| {name} | {metric} | {fmt(s.mean)} | {fmt_ci(s.ci95)} | {s.n} | "
-                         f"{s.errors} | {s.evaluator} |")
+            scope = " *(per run)*" if s.scope == "run" else ""
+            lines.append(f"| {name} | {metric}{scope} | {fmt(s.mean)} | {fmt_ci(s.ci95)} | "
+                         f"{s.n} | {s.errors} | {s.evaluator} |")
     errors = [(n, m, s) for n, c in report.components.items() for m, s in c.metrics.items()
               if s.error_reasons]
     if errors:

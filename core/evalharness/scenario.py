@@ -234,6 +234,8 @@ class ConfiguredEvaluator:
     settings: BaseModel
     metrics: list[str]
     evaluator: Any  # registry.Evaluator
+    run_metrics: list[str] = field(default_factory=list)
+    """Its run-level metrics (one value per run; see ``Evaluator.run_metrics``)."""
 
 
 @dataclass
@@ -438,7 +440,8 @@ def load_scenario(
         if gate.component not in pipeline.components:
             raise problems.error(("gates", i), f"{gate.component!r} is not a component of the "
                                  f"pipeline; components: {', '.join(pipeline.order)}")
-        produced = [m for e in configured if e.component == gate.component for m in e.metrics]
+        produced = [m for e in configured if e.component == gate.component
+                    for m in [*e.metrics, *e.run_metrics]]
         if gate.metric not in produced:
             close = difflib.get_close_matches(gate.metric, produced, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -536,19 +539,20 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                                      "`database:` block (a SQLite `path`, or a `build:` script)")
             try:
                 metrics = evaluator.metric_names(settings)
+                run_metrics = evaluator.run_metric_names(settings)
             except EvalHarnessError:
                 raise
             except Exception as exc:
                 raise problems.error(loc, f"evaluator {name!r} cannot name its metrics with "
                                      f"these settings: {exc}") from None
-            for metric in metrics:
+            for metric in [*metrics, *run_metrics]:
                 if metric in produced:
                     raise problems.error(loc, f"metric {metric!r} is produced by both "
                                          f"{produced[metric]!r} and {name!r} on {component!r}; "
                                          "configure only one of them")
                 produced[metric] = name
             out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
-                                           metrics, evaluator))
+                                           metrics, evaluator, run_metrics))
     return out
 
 
@@ -585,6 +589,14 @@ def _configure_verdicts(spec: ScenarioFile, pipeline: Pipeline,
                                          "e.g. `recall@5 >= 0.8`")
             produced = [m for e in configured if e.component == criterion.component
                         for m in e.metrics]
+            run_level = [m for e in configured if e.component == criterion.component
+                         for m in e.run_metrics]
+            if criterion.metric in run_level:
+                raise problems.error(loc, f"{criterion.metric!r} is a run-level metric of "
+                                     f"{criterion.component!r} (one value for the whole run), "
+                                     "so it cannot decide a case's verdict; gate it under "
+                                     f"`gates:` instead, or use a per-case metric: "
+                                     f"{', '.join(produced) or 'none configured'}")
             if criterion.metric not in produced:
                 close = difflib.get_close_matches(criterion.metric, produced, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""

@@ -50,6 +50,47 @@ def bootstrap_ci(values: Sequence[float], *, seed: int, resamples: int = RESAMPL
     return float(lo), float(hi)
 
 
+def bootstrap_sums(rows: np.ndarray, *, seed: int, resamples: int = RESAMPLES) -> np.ndarray:
+    """Column sums of ``resamples`` bootstrap resamples of the rows of ``rows`` (n × d): a
+    ``resamples × d`` array. Any statistic that is a function of column sums — an F1 from
+    TP/FP/FN counts, an ECE from per-bin sums — gets its bootstrap distribution from it.
+
+    >>> sums = bootstrap_sums(np.array([[1, 0], [0, 1]]), seed=3, resamples=4)
+    >>> sums.shape, bool((sums.sum(axis=1) == 2).all())
+    ((4, 2), True)
+    """
+    x = np.asarray(rows, dtype=float)
+    if x.ndim != 2:
+        raise ValueError(f"rows must be a 2-D array (cases × columns), got shape {x.shape}")
+    n, d = x.shape
+    out = np.zeros((resamples, d))
+    if n == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    step = max(1, CHUNK_CELLS // max(1, n * d))
+    for start in range(0, resamples, step):
+        stop = min(resamples, start + step)
+        idx = rng.integers(0, n, size=(stop - start, n), dtype=np.int32)
+        out[start:stop] = x[idx].sum(axis=1)
+    return out
+
+
+def percentile_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """The percentile interval of a bootstrap distribution, ignoring resamples where the
+    statistic is undefined (NaN); ``None`` when it is undefined in all.
+
+    >>> percentile_ci(np.array([np.nan, 1.0, 2.0, 3.0]), level=0.5)
+    (1.5, 2.5)
+    """
+    x = np.asarray(samples, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return None
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(x, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
 PERMUTATIONS = 10_000
 EXACT_MAX = 16  # up to this many pairs, every one of the 2**n sign patterns is enumerated
 

@@ -22,6 +22,7 @@ from evalharness_router.metrics import (
     brier_from_scores,
     jaccard,
 )
+from evalharness_router.run import run_metric_names, run_metrics
 from evalharness_router.section import routing_sections
 from evalharness_router.settings import RoutingSettings
 
@@ -50,10 +51,12 @@ def register_evaluators(register):
         description="1 when the chosen route set equals the gold route set, else 0"))
     register(Evaluator(
         name="routing", component="router", metrics=ROUTING_METRICS, settings=RoutingSettings,
+        run_metrics=run_metric_names,
         description="per case: Jaccard of chosen and gold route sets, abstention (no route or "
                     "only fallback routes), Brier score of the router's probabilities; per "
-                    "run (report section): per-route precision/recall/F1, macro/micro-F1, "
-                    "confusion matrix or per-route 2x2 tables, abstention rate, ECE"))
+                    "run: macro-F1, micro-F1 and ECE (gateable, with bootstrap CIs) and a "
+                    "report section with per-route precision/recall/F1, the confusion matrix "
+                    "or per-route 2x2 tables, abstention rate, reliability table"))
 
 
 @hookimpl
@@ -77,6 +80,14 @@ def routing_rows(batch, settings: RoutingSettings | None = None, routes=()
     pipeline's route names (the Brier score over per-route scores covers them all)."""
     settings = settings if settings is not None else RoutingSettings()
     return [_routing_row(case, step, settings, list(routes)) for case, step in batch]
+
+
+@hookimpl
+def evaluate_run(evaluator, component, results, settings):
+    """The ``routing`` evaluator's run-level metrics: macro-F1, micro-F1, ECE."""
+    if evaluator != "routing":
+        return None
+    return run_metrics(component, results, settings)
 
 
 @hookimpl
