@@ -364,3 +364,32 @@ def test_the_shop_assistant_applies_each_override():
     with pytest.raises(ValueError, match="cannot override generator"):
         assistant.answer(case, overrides={"generator": {"answer": "x"}})
     assert isinstance(trace.generator, GeneratorStep)
+
+
+def test_a_sample_of_the_failed_cases_estimates_the_gain(toy, tmp_path):
+    """`system.headroom: N` reruns a seeded sample of N failed cases; each fixed case then
+    stands for failed/N of them."""
+    log = tmp_path / "calls.log"
+    path = toy(system=f"{{callable: toy_system.py:answer, headroom: 2, "
+                      f"options: {{log: '{log}'}}}}")
+    out = tmp_path / "out"
+    result = run_cli("scenario", path, "--out", out)
+    assert result.code == 0, result
+    rows = headroom(out)
+    recs = records(out)
+    sampled = {case for _, case in recs}
+    assert len(sampled) == 2 and sampled <= {"c1", "c2", "c3", "c5", "c6"}
+    for row in rows.values():
+        assert row["sampled"] == 2
+        assert row["fixed"] + row["still_fails"] + row["no_oracle"] + row["errors"] == 2
+        if row["gain"] is not None:
+            assert row["gain"] == pytest.approx(row["fixed"] * (5 / 2) / 6)
+        assert "random sample of 2 of the 5 failed cases" in row["reason"]
+    assert "estimated from a random sample of 2 of the 5 failed" in " ".join(result.out.split())
+    # the same sample every time
+    out2 = tmp_path / "again"
+    assert run_cli("scenario", path, "--out", out2, "-q").code == 0
+    assert {case for _, case in records(out2)} == sampled
+    bad = toy(system="{callable: toy_system.py:answer, headroom: -3}", name="bad.yaml")
+    res = run_cli("scenario", bad, "--out", tmp_path / "bad")
+    assert res.code == 2 and "system.headroom" in res.err, res

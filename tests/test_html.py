@@ -235,6 +235,9 @@ def test_report_loads_in_headless_chromium(shop, tmp_path):
     assert errors.group(1).strip() == "", errors.group(1)
     assert re.search(r'<svg[^>]*id="bottleneck-chart"', dom)
     assert 'data-component="text2sql"' in dom
+    # the oracle headroom chart beside it, one bar per oracle
+    assert re.search(r'<svg[^>]*id="headroom-chart"', dom)
+    assert 'data-oracle="router+text2sql+retriever"' in dom
     # the filter script ran to its end: it wrote the count of shown cases
     count = re.search(r'<span class="muted small" id="case-count">(\d+) of (\d+) shown</span>',
                       dom)

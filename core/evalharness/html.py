@@ -576,8 +576,9 @@ def _scores_section(report: Report, colours: dict[str, str]) -> str:
         cards.append(_component_card(name, comp, colours[name], gates, report))
     return ('<section id="scores"><h2 class="out">Scores per component</h2>'
             '<p class="lead out">Each component is scored on its own ground truth; scores are '
-            "never combined. Bars are means with their 95% bootstrap confidence interval; "
-            "dashed lines are gates.</p>"
+            "never combined. Bars are means with their 95% bootstrap confidence interval "
+            "(metrics marked ᴿ are one value per run, like a macro-F1, with the evaluator's "
+            "interval); dashed lines are gates.</p>"
             f'<div class="grid">{"".join(cards)}</div></section>')
 
 
@@ -634,7 +635,7 @@ def _ci_text(ci: list[float] | None) -> str:
 
 def _metric_chart(component: str, metrics: list[tuple[str, MetricSummary]], colour: str,
                   gates: dict, *, show_errors: bool = True) -> str:
-    label_w = max(_text_width(m + " ↓", 12) for m, _ in metrics) + 14
+    label_w = max(_text_width(m + " ᴿ ↓", 12) for m, _ in metrics) + 14
     track, value_w, row_h, top = 300.0, 92.0, 24.0, 20.0
     width = label_w + track + value_w
     height = top + row_h * len(metrics) + 4
@@ -650,13 +651,15 @@ def _metric_chart(component: str, metrics: list[tuple[str, MetricSummary]], colo
         mid = y + row_h / 2
         lower = bool(_LOWER_IS_BETTER.match(metric))
         mean = min(max(s.mean or 0.0, 0.0), 1.0)
-        tip = (f"{component}.{metric}: {_num(s.mean)}"
+        run = s.scope == "run"
+        tip = (f"{component}.{metric}{' (one value per run)' if run else ''}: {_num(s.mean)}"
                + (f" (95% CI {_ci_text(s.ci95)})" if s.ci95 else "")
                + f", n = {s.n}" + (f", {s.errors} errors" if s.errors else "")
                + (" — lower is better" if lower else "") + f" · evaluator {s.evaluator}")
         svg.append(f"<g><title>{e(tip)}</title>")
         svg.append(f'<text class="lbl" x="{label_w - 8:.1f}" y="{mid:.1f}" text-anchor="end">'
-                   f"{e(metric)}{'<tspan class=muted> ↓</tspan>' if lower else ''}</text>")
+                   f"{e(metric)}{'<tspan class=muted> ᴿ</tspan>' if run else ''}"
+                   f"{'<tspan class=muted> ↓</tspan>' if lower else ''}</text>")
         svg.append(f'<rect class="track" x="{label_w:.1f}" y="{y + 5:.1f}" width="{track:.1f}" '
                    f'height="{row_h - 10:.1f}" rx="3"/>')
         if mean > 0:

@@ -148,6 +148,8 @@ def best_error(exc: ValidationError, data: Any) -> tuple[Path_, str, Any]:
             message = "unknown field"
         elif err["type"] == "missing":
             message = "required field is missing"
+        elif err["type"] == "value_error":  # a validator's own sentence, without pydantic's tag
+            message = message.removeprefix("Value error, ")
         candidate = (len(path), path, message, err.get("input"))
         if best is None or candidate[0] > best[0]:
             best = candidate

@@ -593,6 +593,11 @@ class HeadroomRow(_Model):
     errors: int = 0
     """Reruns that failed (see ``headroom.jsonl`` for the reasons)."""
 
+    sampled: int | None = None
+    """How many of the failed cases were rerun when only a random sample was (more failed
+    than ``system.headroom`` allows); ``null`` when every failed case was. The counts above
+    are the sample's; ``gain`` is estimated from it."""
+
     reason: str | None = None
     """What limits the row: reruns that failed and failed cases without an oracle output,
     each with its count and an example reason (why ``gain`` is ``null`` when it is)."""

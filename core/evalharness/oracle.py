@@ -26,7 +26,9 @@ import asyncio
 import contextlib
 import inspect
 import json
+import math
 import os
+import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,6 +48,39 @@ PARAMETER = "overrides"
 
 ALL = "+"
 """Joins the components of the oracle that imposes every component's gold at once."""
+
+MAX_CASES = 1000
+"""Failed cases rerun by default (``system.headroom: true``); beyond it, a seeded random
+sample of this many is rerun and the gain is estimated from it (with a wider interval)."""
+
+
+def sample_failed(results: Sequence[CaseResult], limit: int
+                  ) -> tuple[list[int], int]:
+    """The indexes of the failed cases to rerun (all, or a seeded random sample of ``limit``,
+    in case order), and how many failed in all.
+
+    >>> from evalharness.models import Case, CaseResult, Verdict
+    >>> rs = [CaseResult(case=Case(id=f"c{i}", question="q"), trace={"case_id": f"c{i}"},
+    ...                  end_to_end=Verdict(status="fail" if i % 2 else "pass"))
+    ...       for i in range(10)]
+    >>> sample_failed(rs, 1000), sample_failed(rs, 2) == sample_failed(rs, 2)
+    (([1, 3, 5, 7, 9], 5), True)
+    >>> len(sample_failed(rs, 2)[0]), sample_failed(rs, 2)[1]
+    (2, 5)
+    """
+    failed = [i for i, r in enumerate(results)
+              if r.end_to_end is not None and r.end_to_end.status == "fail"]
+    if len(failed) <= limit:
+        return failed, len(failed)
+    ids = sorted(results[i].case.id for i in failed)
+    chosen = set(random.Random(seed_for("headroom-sample")).sample(ids, limit))
+    return [i for i in failed if results[i].case.id in chosen], len(failed)
+
+
+def limit_of(setting: bool | int) -> int:
+    """The most failed cases to rerun for a ``system.headroom`` setting (``true``:
+    :data:`MAX_CASES`)."""
+    return MAX_CASES if setting is True else int(setting)
 
 
 def accepts_overrides(func: Callable[..., Any] | None) -> bool:
@@ -111,12 +146,14 @@ def oracle_outputs(scenario: Scenario, context: EvalContext, result: CaseResult
     return out
 
 
-def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult]
+def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult],
+         limit: int = MAX_CASES
          ) -> tuple[list[tuple[str, tuple[str, ...]]], list[Job], list[HeadroomRecord]]:
     """The oracles (label, components), the reruns they need, and the records of the failed
-    cases no rerun can help (no oracle output): one per oracle and failed case in all."""
-    failed = [(i, r) for i, r in enumerate(results)
-              if r.end_to_end is not None and r.end_to_end.status == "fail"]
+    cases no rerun can help (no oracle output): one per oracle and failed case in all — of
+    at most ``limit`` failed cases (:func:`sample_failed`)."""
+    chosen, _ = sample_failed(results, limit)
+    failed = [(i, results[i]) for i in chosen]
     outputs = {i: oracle_outputs(scenario, context, r) for i, r in failed}
     components = [c for c in scenario.pipeline.order
                   if c in scenario.pipeline.components and any(
@@ -216,14 +253,14 @@ def read_records(path: Path) -> list[HeadroomRecord]:
 async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[..., Any],
                        results: Sequence[CaseResult], out_dir: Path, *,
                        concurrency: int, progress: Any,
-                       call_system: Callable[..., Any]
+                       call_system: Callable[..., Any], limit: int = MAX_CASES
                        ) -> tuple[list[tuple[str, tuple[str, ...]]], list[HeadroomRecord]]:
     """Rerun the failed cases under each oracle (skipping reruns ``headroom.jsonl`` already
     holds); return the oracles and every record. ``call_system`` is the runner's: it calls the system for
     each ``(tag, case, kwargs)`` and puts ``(tag, case, trace)`` on a queue."""
     path = out_dir / HEADROOM
     done = {(r.oracle, r.case_id): r for r in read_records(path)}
-    oracles, jobs, skipped = plan(scenario, context, results)
+    oracles, jobs, skipped = plan(scenario, context, results, limit)
     records = [r for r in skipped]
     pending = [j for j in jobs if (j.oracle, results[j.case_index].case.id) not in done]
     records += [done[(j.oracle, results[j.case_index].case.id)] for j in jobs
@@ -281,7 +318,11 @@ def _evaluate(scenario: Scenario, context: EvalContext, pending: list[Job],
 def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Sequence[str]]],
               bottleneck: Bottleneck) -> list[HeadroomRow]:
     """One row per oracle: cases fixed, still failing, without an oracle, errors, and the gain
-    in end-to-end pass rate over the run's decided cases, with a seeded bootstrap CI."""
+    in end-to-end pass rate over the run's decided cases, with a seeded bootstrap CI.
+
+    When only a sample of the failed cases was rerun, each fixed case stands for
+    ``failed / sampled`` of them (the gain is estimated from the sample; its interval resamples
+    the decided cases with those weights, so it is wider)."""
     e2e = bottleneck.end_to_end
     decided = e2e.passed + e2e.failed
     rows = []
@@ -290,7 +331,11 @@ def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Se
         counts = Counter(r.status for r in mine)
         fixed = counts["fixed"]
         completed = fixed + counts["still_fails"]
+        sampled = len(mine)
         notes = []
+        if e2e.failed and sampled < e2e.failed:
+            notes.append(f"estimated from a random sample of {sampled} of the {e2e.failed} "
+                         "failed cases")
         if counts["error"]:
             errors = Counter(r.reason for r in mine if r.status == "error")
             notes.append(f"{counts['error']} reruns failed, e.g. {errors.most_common(1)[0][0]}")
@@ -299,17 +344,19 @@ def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Se
             notes.append(f"{counts['no_oracle']} failed cases have no oracle output, e.g. "
                          f"{reasons.most_common(1)[0][0]}")
         # a gain counts the reruns that completed; none completed: not computed, not zero
-        gain = fixed / decided if decided and (completed or not e2e.failed) else None
-        reason = "; ".join(notes) or (None if e2e.failed else "no case failed end to end")
-        ci = None
-        if gain is not None:
-            found = bootstrap_ci([1.0] * fixed + [0.0] * (decided - fixed),
-                                 seed=seed_for("headroom", label))
+        gain = ci = None
+        if decided and (completed or not e2e.failed):
+            weight = e2e.failed / sampled if sampled else 0.0
+            values = [weight] * fixed + [0.0] * (decided - fixed)
+            gain = math.fsum(values) / decided
+            found = bootstrap_ci(values, seed=seed_for("headroom", label))
             ci = None if found is None else [found[0], found[1]]
+        reason = "; ".join(notes) or (None if e2e.failed else "no case failed end to end")
         rows.append(HeadroomRow(
             oracle=label, components=list(comps), gain=gain, ci95=ci,
             pass_rate=(e2e.pass_rate + gain) if gain is not None and e2e.pass_rate is not None
             else None,
             fixed=fixed, still_fails=counts["still_fails"], no_oracle=counts["no_oracle"],
-            errors=counts["error"], reason=reason))
+            errors=counts["error"], sampled=sampled if sampled < e2e.failed else None,
+            reason=reason))
     return rows

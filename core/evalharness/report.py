@@ -451,6 +451,10 @@ def headroom_sentence(bottleneck: Bottleneck) -> str | None:
         parts.append(f"every oracle at once ({combined.oracle}) fixes {combined.fixed} "
                      f"(pass rate {pct(combined.pass_rate)}), and {combined.still_fails} still "
                      f"fail: {whose}")
+    sampled = next((r.sampled for r in bottleneck.headroom if r.sampled), None)
+    if sampled:
+        parts.append(f"estimated from a random sample of {sampled} of the "
+                     f"{bottleneck.end_to_end.failed} failed cases (system.headroom)")
     errors = sum(r.errors for r in bottleneck.headroom)
     if errors:
         parts.append(f"{errors} reruns failed (headroom.jsonl says why)")

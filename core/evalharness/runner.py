@@ -394,7 +394,7 @@ async def _run(scenario: Scenario, out_dir: Path, *, concurrency: int | None, re
                 outcome.oracles, outcome.headroom = await oracle.run_headroom(
                     scenario, context, func, results, out_dir,
                     concurrency=concurrency or scenario.spec.concurrency, progress=progress,
-                    call_system=call_system)
+                    call_system=call_system, limit=oracle.limit_of(scenario.system.headroom))
             except (KeyboardInterrupt, asyncio.CancelledError):
                 outcome.interrupted = True
                 outcome.headroom_note = ("interrupted while rerunning failed cases with "

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalharness.context import read_records
 from evalharness.errors import EvalHarnessError, ScenarioError
@@ -45,10 +52,22 @@ class SystemSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments passed to the callable with each case."""
 
-    headroom: bool = True
+    headroom: bool | int = True
     """After the run, rerun the cases that failed end to end with each component's output
     replaced by its gold, when the callable accepts ``overrides`` (oracle headroom, see
-    docs/bottleneck.md); ``false`` skips it (so does ``--no-headroom``)."""
+    docs/bottleneck.md): ``true`` reruns up to 1000 failed cases (a seeded random sample of
+    them beyond that), a number sets that limit, ``false`` (or 0) skips it (so does
+    ``--no-headroom``)."""
+
+    @field_validator("headroom", mode="before")
+    @classmethod
+    def _headroom(cls, value: Any) -> bool | int:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value >= 0:
+            return value if value else False
+        raise ValueError("expected true, false, or the most failed cases to rerun (a whole "
+                         "number >= 0)")
 
 
 class DatabaseSpec(_Strict):
