@@ -256,12 +256,14 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
                        call_system: Callable[..., Any], limit: int = MAX_CASES
                        ) -> tuple[list[tuple[str, tuple[str, ...]]], list[HeadroomRecord]]:
     """Rerun the failed cases under each oracle (skipping reruns ``headroom.jsonl`` already
-    holds); return the oracles and every record. ``call_system`` is the runner's: it calls the system for
-    each ``(tag, case, kwargs)`` and puts ``(tag, case, trace)`` on a queue."""
+    holds); return the oracles and every record. ``call_system`` is the runner's: it calls
+    the system for each ``(tag, case, kwargs)`` and puts ``(tag, case, trace)`` on a queue.
+    Finished reruns are evaluated every ``batch_size`` of them, or after a second without a
+    new one (a slow system still shows progress, and a kill loses little)."""
     path = out_dir / HEADROOM
     done = {(r.oracle, r.case_id): r for r in read_records(path)}
     oracles, jobs, skipped = plan(scenario, context, results, limit)
-    records = [r for r in skipped]
+    records = list(skipped)
     pending = [j for j in jobs if (j.oracle, results[j.case_index].case.id) not in done]
     records += [done[(j.oracle, results[j.case_index].case.id)] for j in jobs
                 if (j.oracle, results[j.case_index].case.id) in done]
@@ -281,9 +283,13 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
             buffer: list[tuple[int, Any, Trace]] = []
             received = 0
             while received < len(pending):
-                buffer.append(await queue.get())
-                received += 1
-                if len(buffer) >= scenario.spec.batch_size or received == len(pending):
+                try:
+                    buffer.append(await asyncio.wait_for(queue.get(), timeout=1.0))
+                    received += 1
+                    due = len(buffer) >= scenario.spec.batch_size or received == len(pending)
+                except TimeoutError:
+                    due = bool(buffer)  # a second without a new rerun: evaluate what is here
+                if due:
                     records += _evaluate(scenario, context, pending, buffer, sink)
                     progress.advance(len(buffer))
                     buffer.clear()
