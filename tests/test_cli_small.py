@@ -32,6 +32,14 @@ def test_small_scenario_metrics_by_hand(small, tmp_path):
     assert report["cases"]["total"] == 3
     gen_cost = report["components"]["generator"]["cost"]
     assert gen_cost["latency_ms"]["p50"] == 4.0 and gen_cost["tokens"]["total"] == 37
+    # shares of the whole pipeline: only the generator reports latency and tokens here
+    assert gen_cost["latency_share"] == 1.0 and gen_cost["token_share"] == 1.0
+    router_cost = report["components"]["router"]["cost"]
+    assert router_cost["latency_share"] is None and router_cost["token_share"] == 0.0
+    assert "| 100% | 30 / 7 | 100% | — |" in (out / "report.md").read_text()
+    # recorded traces: no oracle headroom, and the report says why
+    assert "replays recorded traces" in report["bottleneck"]["headroom_note"]
+    assert report["bottleneck"]["headroom"] is None
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(lines) == 3
     assert all("trace" in json.loads(line) for line in lines)

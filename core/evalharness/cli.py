@@ -27,6 +27,7 @@ from evalharness.report import (
     headline,
     headroom_of,
     headroom_sentence,
+    judge_cell,
     n_cases,
     pct,
     pct_ci,
@@ -197,13 +198,13 @@ def print_summary(report: Report, console: Console) -> None:
     cost = Table(title="latency and tokens", title_justify="left")
     cost.add_column("component")
     for col in ("ran", "p50 ms", "p95 ms", "% of latency", "tokens", "% of tokens",
-                "judge requests"):
+                "judge req / hits / tokens"):
         cost.add_column(col, justify="right", no_wrap=True)
     for name, comp in report.components.items():
         c = comp.cost
         cost.add_row(name, str(c.steps), fmt(c.latency_ms["p50"], 1), fmt(c.latency_ms["p95"], 1),
                      pct(c.latency_share), str(c.tokens["total"]), pct(c.token_share),
-                     str(comp.judge["requests"]) if comp.judge else "—")
+                     judge_cell(comp.judge))
     console.print(cost)
     if report.judge.get("usage"):
         console.print(f"judge: {usage_line(report.judge['usage'])}")

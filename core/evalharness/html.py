@@ -36,6 +36,7 @@ from evalharness.models import (
     Report,
     Step,
 )
+from evalharness.report import judge_cell
 
 MAX_CASES = 300
 """The failed-cases list shows at most this many cases (the rest are in results.jsonl)."""
@@ -723,11 +724,14 @@ def _cost_section(report: Report, colours: dict[str, str]) -> str:
             f'<td class="r">{e(_ms(lat.get("p95")))}</td>'
             f'<td class="r">{e(_ms(lat.get("total")))}</td>'
             f'<td class="r">{prompt:,} / {completion:,}</td><td class="r">'
-            f"{tok.get('total', 0):,}</td><td class=\"bar-cell\">{bar}</td></tr>")
+            f"{tok.get('total', 0):,}</td><td class=\"bar-cell\">{bar}</td>"
+            f'<td class="r">{e(judge_cell(comp.judge))}</td></tr>')
     out.append('<table class="tbl"><thead><tr><th>component</th><th class="r">ran</th>'
                '<th class="r">mean</th><th class="r">p50</th><th class="r">p95</th>'
                '<th class="r">total</th><th class="r">tokens prompt / completion</th>'
-               '<th class="r">tokens</th><th></th></tr></thead><tbody>'
+               '<th class="r">tokens</th><th></th>'
+               '<th class="r" title="judge requests / cache hits / tokens">judge req / hits'
+               ' / tok</th></tr></thead><tbody>'
                + "".join(rows) + "</tbody></table>")
     usage = report.judge.get("usage")
     if usage:
@@ -1633,7 +1637,7 @@ details.criteria summary, details.worst summary, details.reasons summary, detail
 .tbl th { text-align: left; color: var(--muted); font-weight: 600; font-size: 12px;
   border-bottom: 1px solid var(--line); padding: 5px 8px; }
 .tbl td { border-bottom: 1px solid var(--line); padding: 5px 8px; vertical-align: top; }
-.tbl .r { text-align: right; font-variant-numeric: tabular-nums; }
+.tbl .r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .tbl.compact td, .tbl.compact th { padding: 3px 8px; }
 .tbl.rows { width: auto; font-size: 12px; }
 .scroll { overflow-x: auto; }

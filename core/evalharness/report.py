@@ -259,6 +259,20 @@ def _as_step(raw: dict) -> Step:
         return Step()
 
 
+def judge_cell(usage: dict | None) -> str:
+    """A component's judge usage in one table cell: requests / cache hits / tokens.
+
+    >>> judge_cell({"requests": 3, "cache_hits": 1, "prompt_tokens": 1200, "completion_tokens": 34})
+    '3 / 1 / 1234'
+    >>> judge_cell(None)
+    '—'
+    """
+    if not usage:
+        return "—"
+    return (f"{usage.get('requests', 0)} / {usage.get('cache_hits', 0)} / "
+            f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0)}")
+
+
 def usage_line(usage: dict) -> str:
     """One line about judge usage.
 
@@ -332,14 +346,16 @@ def render_markdown(report: Report) -> str:
         lines += ["", *render_bottleneck(report)]
     lines += ["", "## Latency and tokens per component", "",
               "| component | ran | mean ms | p50 ms | p95 ms | share of latency | tokens "
-              "(prompt / completion) | share of tokens |",
-              "|---|---:|---:|---:|---:|---:|---|---:|"]
+              "(prompt / completion) | share of tokens | judge requests / cache hits / "
+              "tokens |",
+              "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
     for name, comp in report.components.items():
         c = comp.cost
         lines.append(f"| {name} | {c.steps} | {fmt(c.latency_ms['mean'], 1)} | "
                      f"{fmt(c.latency_ms['p50'], 1)} | {fmt(c.latency_ms['p95'], 1)} | "
                      f"{pct(c.latency_share)} | {c.tokens['prompt']} / "
-                     f"{c.tokens['completion']} | {pct(c.token_share)} |")
+                     f"{c.tokens['completion']} | {pct(c.token_share)} | "
+                     f"{judge_cell(comp.judge)} |")
     judged = [(n, m, s) for n, c in report.components.items() for m, s in c.metrics.items()
               if s.judge]
     if judged:
