@@ -67,7 +67,9 @@ def bootstrap_sums(rows: np.ndarray, *, seed: int, resamples: int = RESAMPLES) -
     if n == 0:
         return out
     rng = np.random.default_rng(seed)
-    step = max(1, CHUNK_CELLS // n)
+    # a quarter of the usual chunk: each cell has four transient arrays (draws, flat index,
+    # counts, counts as floats), and this runs while a large run's results are in memory
+    step = max(1, CHUNK_CELLS // (4 * n))
     for start in range(0, resamples, step):
         size = min(resamples, start + step) - start
         idx = rng.integers(0, n, size=(size, n), dtype=np.int32)

@@ -22,6 +22,7 @@ from evalharness_router.metrics import (
     expected_calibration_error,
     route_counts,
 )
+from evalharness_router.section import ece_name, labelled
 from evalharness_router.settings import RoutingSettings
 
 NO_GOLD = "no case has gold routes (gold.routes)"
@@ -34,26 +35,13 @@ def run_metric_names(settings: RoutingSettings) -> list[str]:
     >>> run_metric_names(RoutingSettings(ece_bins=15))
     ['macro_f1', 'micro_f1', 'ece@15bins']
     """
-    from evalharness_router.section import ece_name
-
     return ["macro_f1", "micro_f1", ece_name(settings.ece_bins)]
 
 
 def run_metrics(component: str, results: Sequence[Any],
                 settings: RoutingSettings) -> dict[str, MetricValue]:
     """The run-level metrics of the router ``component`` over ``results``."""
-    from evalharness_router.section import _router_step, ece_name
-
-    pairs, confidences, correct = [], [], []
-    for result in results:
-        step = _router_step(result, component)
-        if step is None or result.case.gold.routes is None:
-            continue
-        chosen, gold = frozenset(step.routes), frozenset(result.case.gold.routes)
-        pairs.append((chosen, gold))
-        if step.confidence is not None:
-            confidences.append(step.confidence)
-            correct.append(chosen == gold)
+    pairs, confidences, correct = labelled(component, results)
     ece = ece_name(settings.ece_bins)
     if not pairs:
         return {"macro_f1": MetricValue.failed(NO_GOLD), "micro_f1": MetricValue.failed(NO_GOLD),

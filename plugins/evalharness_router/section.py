@@ -67,6 +67,26 @@ def routing_sections(report, results: Sequence[Any]) -> list[ReportSection]:
     return sections
 
 
+def labelled(component: str, results: Sequence[Any]
+             ) -> tuple[list[Pair], list[float], list[bool]]:
+    """What every run-level number of a router is computed from: the ``(chosen, gold)`` route
+    sets of the evaluated cases with gold routes, and, for those whose router reports a
+    confidence, the confidence and whether the chosen set was exactly right."""
+    pairs: list[Pair] = []
+    confidences: list[float] = []
+    correct: list[bool] = []
+    for result in results:
+        step = _router_step(result, component)
+        if step is None or result.case.gold.routes is None:
+            continue
+        chosen, gold = frozenset(step.routes), frozenset(result.case.gold.routes)
+        pairs.append((chosen, gold))
+        if step.confidence is not None:
+            confidences.append(step.confidence)
+            correct.append(chosen == gold)
+    return pairs, confidences, correct
+
+
 def _router_step(result, component: str) -> RouterStep | None:
     status = result.components.get(component)
     if status is None or status.status != "evaluated":
@@ -83,9 +103,6 @@ def routing_section(component: str, results: Sequence[Any], *, bins: int = 10,
     """The section for one router component, from the run's case results."""
     fallback = set(fallback_routes)
     evaluated = no_gold = abstain_none = abstain_fallback = 0
-    pairs: list[Pair] = []
-    confidences: list[float] = []
-    correct: list[bool] = []
     for result in results:
         step = _router_step(result, component)
         if step is None:
@@ -96,14 +113,8 @@ def routing_section(component: str, results: Sequence[Any], *, bins: int = 10,
             abstain_none += 1
         elif fallback and chosen <= fallback:
             abstain_fallback += 1
-        if result.case.gold.routes is None:
-            no_gold += 1
-            continue
-        gold = frozenset(result.case.gold.routes)
-        pairs.append((chosen, gold))
-        if step.confidence is not None:
-            confidences.append(step.confidence)
-            correct.append(chosen == gold)
+        no_gold += result.case.gold.routes is None
+    pairs, confidences, correct = labelled(component, results)
 
     routes = sorted({r for p, g in pairs for r in p | g})
     counts = route_counts(pairs, routes)

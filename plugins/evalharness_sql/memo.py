@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pickle
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -31,15 +31,18 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+import evalharness.memo
+
 if TYPE_CHECKING:
     from evalharness_sql.engines import Engine
     from evalharness_sql.verdict import Pair
 
-MISSING = object()
+MISSING = evalharness.memo.MISSING
 
 
-class LRU:
-    """A bounded, thread-safe key -> value memo (least recently used entries go first).
+class LRU(evalharness.memo.LRU):
+    """The core's bounded memo (:class:`evalharness.memo.LRU`), which also knows the values
+    being computed — here or in a helper process — so that no value is computed twice.
 
     >>> memo = LRU(maxsize=2)
     >>> memo.put("a", 1); memo.put("b", 2); memo.get("a"); memo.put("c", 3)
@@ -49,35 +52,13 @@ class LRU:
     """
 
     def __init__(self, maxsize: int = 8192) -> None:
-        self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(maxsize)
         self._pending: dict[Hashable, Future] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Hashable, default: Any = MISSING) -> Any:
-        with self._lock:
-            try:
-                value = self._data[key]
-            except KeyError:
-                self.misses += 1
-                return default
-            self._data.move_to_end(key)
-            self.hits += 1
-            return value
 
     def peek(self, key: Hashable) -> bool:
         """Whether ``key`` is known or being computed."""
         with self._lock:
             return key in self._data or key in self._pending
-
-    def put(self, key: Hashable, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The remembered value, else ``compute()``, remembered. A thread asking for a key
@@ -162,12 +143,6 @@ class LRU:
             if self._pending.get(key) is future:
                 del self._pending[key]
 
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
 
 
 _LOCK = threading.Lock()

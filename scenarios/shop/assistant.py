@@ -1074,7 +1074,12 @@ def expand_query(question: str) -> str:
 def retrieve(question: str, corp: Corpus, k: int = TOP_K) -> RetrieverStep:
     """Top-k chunks by cosine similarity of TF-IDF vectors."""
     start = time.perf_counter()
-    sims = corp.matrix @ corp.vector(expand_query(question))
+    return top_k(corp.matrix @ corp.vector(expand_query(question)), corp, k, start)
+
+
+def top_k(sims: np.ndarray, corp: Corpus, k: int, start: float) -> RetrieverStep:
+    """The step of the ``k`` chunks with the highest similarity (ties by chunk id), timed
+    from ``start``."""
     order = sorted(range(len(corp.ids)), key=lambda i: (-round(float(sims[i]), 12), corp.ids[i]))
     order = order[:k]
     return RetrieverStep(
@@ -1290,15 +1295,7 @@ def retrieve_weak(question: str, corp: Corpus, k: int = TOP_K) -> RetrieverStep:
     mask, matrix = _weak_index(corp)
     query = corp.vector(expand_query(question)) * mask
     norm = float(np.linalg.norm(query))
-    sims = matrix @ (query / norm if norm > 0 else query)
-    order = sorted(range(len(corp.ids)), key=lambda i: (-round(float(sims[i]), 12), corp.ids[i]))
-    order = order[:k]
-    return RetrieverStep(
-        ids=[corp.ids[i] for i in order],
-        texts=[corp.texts[i] for i in order],
-        scores=[round(float(sims[i]), 6) for i in order],
-        latency_ms=(time.perf_counter() - start) * 1000.0,
-    )
+    return top_k(matrix @ (query / norm if norm > 0 else query), corp, k, start)
 
 
 _FIGURE_RE = re.compile(r"(?<![\w.])(\d+)(?:\.(\d{2}))?(?!\w)")

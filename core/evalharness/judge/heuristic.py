@@ -18,9 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -48,6 +46,7 @@ from evalharness.judge.tasks import (
     QuestionsInput,
     QuestionsOutput,
 )
+from evalharness.memo import LRU
 
 MODEL = "heuristic-v2"
 """The heuristic's version: bump it whenever a rule or a threshold changes."""
@@ -1059,10 +1058,10 @@ class HeuristicJudge(Judge):
     def _answer(self, task: JudgmentTask, inputs: BaseModel) -> BaseModel | str:
         """:func:`answer`'s output (a private copy), or the error text; memoised on the task
         and the inputs' content."""
-        memo = self.__dict__.setdefault("_answers", _Memo(self.MEMO_SIZE))
+        memo = self.__dict__.setdefault("_answers", LRU(self.MEMO_SIZE))
         key = (task.id, task.version, type(inputs).__qualname__,
                hashlib.sha256(inputs.model_dump_json().encode()).digest())
-        found = memo.get(key)
+        found = memo.get(key, None)
         if found is None:
             try:
                 found = answer(task, inputs)
@@ -1091,8 +1090,8 @@ class HeuristicJudge(Judge):
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """:func:`embed_texts`, each distinct text embedded once (rows are independent)."""
-        memo = self.__dict__.setdefault("_vectors", _Memo(self.MEMO_SIZE))
-        rows = [memo.get(t) for t in texts]
+        memo = self.__dict__.setdefault("_vectors", LRU(self.MEMO_SIZE))
+        rows = [memo.get(t, None) for t in texts]
         missing = list(dict.fromkeys(t for t, r in zip(texts, rows, strict=True) if r is None))
         if missing:
             fresh = dict(zip(missing, embed_texts(missing), strict=True))
@@ -1104,32 +1103,3 @@ class HeuristicJudge(Judge):
         for i, row in enumerate(rows):
             out[i] = row
         return out
-
-
-class _Memo:
-    """A bounded key -> value memo (the least recently used entry goes first), thread-safe.
-
-    >>> m = _Memo(2); m.put("a", 1); m.put("b", 2); m.get("a"); m.put("c", 3)
-    1
-    >>> m.get("b") is None, m.get("a"), m.get("c")
-    (True, 1, 3)
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
