@@ -1,15 +1,28 @@
-"""How many judge requests the judged metrics cost, and how long they take, against a slow server.
+"""How many judge requests the judged metrics cost, and how close the judge phase comes to its
+floor, against a server that answers every request in a fixed time.
 
 N shop cases (the shop's cases, repeated with new ids) are answered once by the reference
 assistant; then the judged metrics — faithfulness, answer relevancy and context precision
-(from the judge, labels ignored) — are evaluated twice through the ``openai`` judge backend
-against the fake OpenAI-compatible server with added latency per request: a cold run, and a
-rerun that must make zero requests (the cache).
+(from the judge, labels ignored) — are evaluated through the ``openai`` judge backend against
+the fake OpenAI-compatible server, once per judge concurrency C, each time with a fresh cache
+(every judgment is a request), and once more from the cache (a rerun must make zero requests). Every case is distinct (see :func:`build_inputs`).
 
-    python benchmarks/judge_requests.py --cases 100 --latency-ms 200 --concurrency 16
+The server's *canned* mode answers every request after exactly ``--latency-ms`` with a minimal
+JSON object that fits the task's schema and does no work per answer, so the judge phase is the
+client's doing. It is measured at the server, from the first request's arrival to the last
+response, and compared with its floor:
 
-Printed: requests per case per metric, wall time, effective concurrency (requests × latency
-÷ wall time), the ideal wall time (requests × latency ÷ concurrency) and the ratio to it.
+    floor = max(total request time / C, the longest chain of dependent requests of one case)
+
+(``total request time`` = requests × latency; the chain of a case is, per metric, the number of
+its judgments, which the judged metrics make one after the other: claims then their
+verification; questions then their embeddings; one chunk-usefulness request.)
+
+    python benchmarks/judge_requests.py                      # N=100, 200 ms, C = 8, 32, 64
+    python benchmarks/judge_requests.py --concurrency 16 --heuristic-server
+
+Target (issue 10): judge phase ≤ 1.25 × floor at C = 8, 32 and 64; requests per case for the
+three metrics ≤ 4.5.
 """
 
 from __future__ import annotations
@@ -29,21 +42,24 @@ SHOP = ROOT / "scenarios" / "shop"
 RETRIEVER_EVALUATOR = "context_precision"  # from evalharness_retrieval
 
 
-def start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
+def start_server(latency_ms: float, canned: bool) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalharness.testing.fake_openai", "--port", "0",
-         "--latency-ms", str(latency_ms)], stdout=subprocess.PIPE, text=True)
+         "--latency-ms", str(latency_ms), *(["--canned"] if canned else [])],
+        stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     return proc, line.rsplit(" ", 1)[-1].strip()
 
 
-def stats(base_url: str) -> dict:
-    with urllib.request.urlopen(f"{base_url}/stats") as response:
+def stats(base_url: str, reset: bool = False) -> dict:
+    with urllib.request.urlopen(f"{base_url}/stats{'?reset=1' if reset else ''}") as response:
         return json.load(response)
 
 
 def build_inputs(folder: Path, n: int) -> None:
-    """Cases and the reference assistant's traces for ``n`` cases."""
+    """Cases and the reference assistant's traces for ``n`` cases. Copies of a shop case get
+    a numbered sentence in their answer and reference answer, so that no judgment repeats
+    (a repeated one would be a cache hit or share a request in flight)."""
     from evalharness.importing import import_file
     from evalharness.models import Case
 
@@ -52,10 +68,15 @@ def build_inputs(folder: Path, n: int) -> None:
     base = [json.loads(line) for line in (SHOP / "cases.jsonl").read_text().splitlines()]
     cases, traces = [], []
     for i in range(n):
-        record = dict(base[i % len(base)])
+        record = json.loads(json.dumps(base[i % len(base)]))
         record["id"] = f"{record['id']}-{i // len(base)}"
+        note = f" This is answer number {i}."
+        if record.get("gold", {}).get("answer"):
+            record["gold"]["answer"] += note
         case = Case.model_validate(record)
         trace = assistant.answer(case)
+        if trace.generator is not None and trace.generator.answer:
+            trace.generator.answer += note
         cases.append(record)
         traces.append(trace.model_dump(mode="json"))
     (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
@@ -68,16 +89,16 @@ cases: cases.jsonl
 traces: traces.jsonl
 corpus: {corpus}
 pipeline: {{retriever: {{}}, generator: {{after: [retriever]}}}}
-judge: {{backend: openai, model: fake-judge, base_url: "{base_url}", cache: cache.sqlite,
+judge: {{backend: openai, model: fake-judge, base_url: "{base_url}", cache: {cache},
          concurrency: {concurrency}}}
 evaluators:
   retriever: [{{{retriever}: {{source: judge, k: [5]}}}}]
   generator: [faithfulness, answer_relevancy]
-batch_size: {batch}
+{batch}
 """
 
 
-def run_once(scenario_path: Path, out: Path) -> tuple[float, dict]:
+def run_once(scenario_path: Path, out: Path) -> tuple[float, dict, list]:
     from evalharness.report import build_report
     from evalharness.runner import run
     from evalharness.scenario import load_scenario
@@ -86,61 +107,94 @@ def run_once(scenario_path: Path, out: Path) -> tuple[float, dict]:
     t0 = time.perf_counter()
     outcome = asyncio.run(run(scenario, out))
     wall = time.perf_counter() - t0
-    return wall, build_report(scenario, outcome).model_dump(mode="json")
+    return wall, build_report(scenario, outcome).model_dump(mode="json"), outcome.results
+
+
+def longest_chain(results: list) -> int:
+    """The most judge requests one case waits for one after the other: per metric value,
+    the number of its judgment records (the judged metrics make them in sequence)."""
+    longest = 0
+    for result in results:
+        for component in result.components.values():
+            for value in component.metrics.values():
+                records = value.details.get("judgments") or []
+                longest = max(longest, sum(1 for r in records if not r.get("cached")))
+    return longest
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--latency-ms", type=float, default=200.0)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--concurrency", default="8,32,64",
+                        help="judge concurrencies to measure, comma-separated")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="the scenario's batch_size (default: the scenario default, 32)")
+    parser.add_argument("--heuristic-server", action="store_true",
+                        help="the server answers with the heuristic judge (real work per "
+                             "answer) instead of canned JSON")
     args = parser.parse_args()
+    levels = [int(c) for c in args.concurrency.split(",")]
+    latency = args.latency_ms / 1000
 
-    proc, base_url = start_server(args.latency_ms)
+    proc, base_url = start_server(args.latency_ms, canned=not args.heuristic_server)
+    rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             build_inputs(folder, args.cases)
-            scenario = folder / "bench.yaml"
-            scenario.write_text(SCENARIO.format(
-                corpus=SHOP / "blog_chunks.jsonl", base_url=base_url,
-                concurrency=args.concurrency, retriever=RETRIEVER_EVALUATOR,
-                batch=args.batch_size))
-            rows = []
-            for label in ("cold", "rerun"):
-                before = stats(base_url)["counts"]
-                wall, report = run_once(scenario, folder / label)
-                after = stats(base_url)
-                sent = {k: after["counts"].get(k, 0) - before.get(k, 0)
-                        for k in ("chat", "embeddings")}
-                rows.append((label, wall, report, sent, after["max_in_flight"]))
+            for c in levels:
+                scenario = folder / f"bench-{c}.yaml"
+                scenario.write_text(SCENARIO.format(
+                    corpus=SHOP / "blog_chunks.jsonl", base_url=base_url, concurrency=c,
+                    cache=f"cache-{c}.sqlite", retriever=RETRIEVER_EVALUATOR,
+                    batch="" if args.batch_size is None else f"batch_size: {args.batch_size}"))
+                runs = [("cold", folder / f"cold-{c}")]
+                if c == levels[0]:
+                    runs.append(("rerun", folder / f"rerun-{c}"))
+                for label, out in runs:
+                    stats(base_url, reset=True)
+                    wall, report, results = run_once(scenario, out)
+                    after = stats(base_url)
+                    sent = {k: after["counts"].get(k, 0) for k in ("chat", "embeddings")}
+                    phase = ((after["last_response_at"] - after["first_request_at"])
+                             if after["first_request_at"] else 0.0)
+                    rows.append((c, label, wall, phase, report, sent, after["max_in_flight"],
+                                 longest_chain(results)))
     finally:
         proc.terminate()
         proc.wait()
 
-    latency = args.latency_ms / 1000
-    print(f"judged metrics over {args.cases} shop cases; fake server with "
-          f"{args.latency_ms:.0f} ms per request; judge concurrency {args.concurrency}\n")
-    for label, wall, report, sent, peak in rows:
+    mode = "heuristic answers" if args.heuristic_server else "canned answers, no work per answer"
+    print(f"judged metrics over {args.cases} shop cases; fake server: {args.latency_ms:.0f} ms "
+          f"per request, {mode}\n")
+    print(f"{'C':>3s} {'run':5s} {'requests':>8s} {'req/case':>8s} {'reported':>8s} "
+          f"{'chain':>5s} {'phase s':>8s} {'floor s':>8s} {'phase/floor':>11s} "
+          f"{'peak':>5s} {'wall s':>7s}")
+    for c, label, wall, phase, report, sent, peak, chain in rows:
         total = sent["chat"] + sent["embeddings"]
-        print(f"== {label} run: {total} requests ({sent['chat']} chat, {sent['embeddings']} "
-              f"embeddings), wall {wall:.2f} s")
-        print(f"   {'metric':38s} {'requests/case':>13s} {'cache hits':>10s} {'errors':>7s}")
-        for name, comp in report["components"].items():
-            for metric, summary in comp["metrics"].items():
-                usage = summary.get("judge")
-                if usage:
-                    print(f"   {name + '.' + metric:38s} {usage['requests'] / args.cases:13.2f} "
-                          f"{usage['cache_hits']:10d} {usage['errors']:7d}")
-        print(f"   requests per case, all judged metrics: {total / args.cases:.2f}")
-        if total:
-            ideal = total * latency / args.concurrency
-            effective = total * latency / wall
-            print(f"   effective concurrency {effective:.1f} of {args.concurrency}; ideal wall "
-                  f"{ideal:.2f} s; wall / ideal = {wall / ideal:.2f} (target <= 1.5)")
-            print(f"   peak requests in flight at the server: {peak}")
-        print()
+        reported = report["judge"]["usage"]["requests"] if report["judge"].get("usage") else 0
+        floor = max(total * latency / c, chain * latency) if total else 0.0
+        ratio = f"{phase / floor:11.2f}" if floor else f"{'—':>11s}"
+        print(f"{c:3d} {label:5s} {total:8d} {total / args.cases:8.2f} {reported:8d} "
+              f"{chain:5d} {phase:8.2f} {floor:8.2f} {ratio} "
+              f"{sum(peak.values()):5d} {wall:7.2f}")
+    first = next(r for r in rows if r[1] == "cold")
+    print("\nper metric, first cold run: requests per case, judgments per case (a judgment "
+          "answered from the cache or\nby an identical request in flight costs no request: "
+          "the canned claims repeat, so some verifications do), errors")
+    judgments = 0
+    for name, comp in first[4]["components"].items():
+        for metric, summary in comp["metrics"].items():
+            usage = summary.get("judge")
+            if usage:
+                judgments += usage["judgments"]
+                print(f"   {name + '.' + metric:38s} {usage['requests'] / args.cases:6.2f} "
+                      f"{usage['judgments'] / args.cases:6.2f} {usage['errors']:6d}")
+    print(f"   {'all judged metrics':38s} {first[5]['chat'] / args.cases + first[5]['embeddings'] / args.cases:6.2f} "
+          f"{judgments / args.cases:6.2f}")
+    print("\ntarget: phase/floor <= 1.25 at every C; requests per case <= 4.5; "
+          "reported == requests; the rerun sends 0")
 
 
 if __name__ == "__main__":

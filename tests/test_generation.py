@@ -182,3 +182,80 @@ def test_faithfulness_uses_the_judges_confidence_when_given():
     v = row["faithfulness"]
     assert v.value == pytest.approx(0.55) and v.details["unsupported_claims"] == ["c2"]
     assert v.details["supported"] == 1
+
+
+# -- accounting: each judgment record attached to exactly one metric value (issue 10) ----------
+
+
+def _attached(rows) -> list[dict]:
+    return [r for row in rows for value in row.values()
+            for r in value.details.get("judgments", [])]
+
+
+def test_answer_correctness_records_sit_on_precision_only():
+    """The 4 judgments of a case sit on correctness_precision alone — also when it fails."""
+    claims = {"answer": ["a1"], "reference": ["r1"], "silent": []}
+    batch = [(case(answer="reference", cid="ok"), GeneratorStep(answer="answer")),
+             (case(answer="silent", cid="no-claims"), GeneratorStep(answer="answer"))]
+    rows = evaluate_generator("answer_correctness", batch, None,
+                              EvalContext(judge=ScriptedJudge(claims=claims, supported={"a1"})))
+    failing = evaluate_generator("answer_correctness", batch[:1], None,
+                                 EvalContext(judge=ScriptedJudge(claims=claims,
+                                                                 fail={"claim_support"})))
+    no_split = evaluate_generator("answer_correctness", batch[:1], None,
+                                  EvalContext(judge=ScriptedJudge(fail={"claims"})))
+    for row, count in [(rows[0], 4), (rows[1], 2), (failing[0], 4), (no_split[0], 2)]:
+        assert len(row["correctness_precision"].details["judgments"]) == count
+        assert "judgments" not in row["correctness_recall"].details
+        assert "judgments" not in row["correctness_f1"].details
+    assert failing[0]["correctness_f1"].error.startswith("the judge failed to verify")
+    assert no_split[0]["correctness_recall"].error.startswith("the judge failed to split")
+
+
+def test_every_judgment_record_is_attached_once_per_batch():
+    """Across every judged evaluator of both plugins, no record id appears twice."""
+    from evalharness.models import RetrieverStep
+    from evalharness_retrieval.contexts import (
+        ContextPrecisionSettings,
+        ContextRecallSettings,
+        context_precision,
+        context_recall,
+    )
+
+    q = {"ans": [{"question": "g1", "noncommittal": False}]}
+    judge = ScriptedJudge(claims={"ans": ["c1", "c2"], "ref": ["c1"]}, supported={"c1"},
+                          questions=q, vectors={"q?": [1, 0], "g1": [1, 1]})
+
+    async def chunks(task, inputs, key):  # one verdict per chunk for context precision
+        from evalharness.judge import CHUNK_USEFULNESS, ChunkUsefulnessOutput
+        if task is CHUNK_USEFULNESS:
+            out = ChunkUsefulnessOutput(verdicts=[{"useful": True, "reason": "s"}
+                                                  for _ in inputs.chunks])
+            return Judgment(task=task.id, rubric_version=task.version, backend="scripted",
+                            model="s1", key=key, output=out, requests=1)
+        return await ScriptedJudge.complete(judge, task, inputs, key)
+
+    judge.complete = chunks
+    ctx = EvalContext(judge=judge, corpus={"d1": Chunk(id="d1", text="c1"),
+                                           "d2": Chunk(id="d2", text="c2")})
+    gen = [(case(answer="ref", cid=f"g{i}"), GeneratorStep(answer="ans", contexts=["c1"]))
+           for i in range(3)]
+    ret = [(case(answer="ref", cid=f"r{i}"), RetrieverStep(ids=["d1", "d2"]))
+           for i in range(3)]
+    rows = [*evaluate_generator("faithfulness", gen, None, ctx),
+            *evaluate_generator("answer_relevancy", gen, RelevancySettings(), ctx),
+            *evaluate_generator("answer_correctness", gen, None, ctx),
+            *context_precision(ret, ContextPrecisionSettings(k=[1, 2], source="judge"), ctx),
+            *context_recall(ret, ContextRecallSettings(source="judge"), ctx)]
+    ids = [r["id"] for r in _attached(rows)]
+    assert len(ids) == len(set(ids)) == 3 * (2 + 2 + 4 + 1 + 2)
+
+
+def test_a_zero_embedding_fails_answer_relevancy_instead_of_scoring_0():
+    q = {"ans": [{"question": "g1", "noncommittal": False}]}
+    judge = ScriptedJudge(questions=q, vectors={"q?": [0, 0], "g1": [1, 0]})
+    (row,) = evaluate_generator("answer_relevancy", [(case(), GeneratorStep(answer="ans"))],
+                                RelevancySettings(), EvalContext(judge=judge))
+    value = row["answer_relevancy"]
+    assert value.value is None and "zero vector" in value.error and "'q?'" in value.error
+    assert len(value.details["judgments"]) == 2

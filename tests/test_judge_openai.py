@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from conftest import run_cli, write, write_jsonl
@@ -112,7 +113,7 @@ def test_cache_makes_a_rerun_free(server, tmp_path):
     assert dict(server.counts) == before
     assert again[0].cached and again[0].requests == 0 and again[0].output == first[0].output
     assert emb.cached
-    assert len(JudgeCache(tmp_path / "cache.sqlite")) == 2
+    assert len(JudgeCache(tmp_path / "cache.sqlite")) == 3  # a judgment and two texts
 
 
 def test_refresh_cache_asks_again(server, tmp_path):
@@ -182,7 +183,8 @@ def test_scenario_with_the_openai_judge_then_a_free_rerun(server, tmp_path):
         assert gen["metrics"][metric]["n"] == summary["n"] == 2, metric
     assert heuristic["judge"]["usage"]["requests"] == 0
     assert gen["metrics"]["faithfulness"]["judge"]["requests"] == 4  # 2 per case
-    assert gen["metrics"]["answer_relevancy"]["judge"]["requests"] == 4  # 1 chat + 1 emb
+    # 1 chat request per case, and the embeddings of both cases in one request
+    assert gen["metrics"]["answer_relevancy"]["judge"]["requests"] == 3
     assert report["judge"]["backend"] == "openai" and report["judge"]["llm"] is True
     first_requests = sum(server.counts.values())
     assert report["judge"]["usage"]["requests"] == first_requests
@@ -236,12 +238,23 @@ def test_cache_options_through_the_cli(server, tmp_path):
                    "--judge-concurrency", "2", env=env).code == 0
     refreshed = sum(server.counts.values()) - sent
     report = json.loads((tmp_path / "b" / "report.json").read_text())
-    assert report["judge"]["usage"]["cache_hits"] == 0, "--refresh-cache reads nothing"
-    assert refreshed == report["judge"]["usage"]["requests"] >= sent
+    assert not any(r["cached"] for r in stored_records(tmp_path / "b")), \
+        "--refresh-cache reads nothing"
+    assert refreshed == report["judge"]["usage"]["requests"] > 0
     assert server.max_in_flight["chat"] <= 8
     assert run_cli("scenario", scenario, "--out", tmp_path / "c", "-q", "--no-cache",
                    env=env).code == 0
-    assert sum(server.counts.values()) == sent + 2 * refreshed, "--no-cache reads nothing"
+    report = json.loads((tmp_path / "c" / "report.json").read_text())
+    assert not any(r["cached"] for r in stored_records(tmp_path / "c")), "--no-cache reads nothing"
+    assert sum(server.counts.values()) - sent - refreshed == report["judge"]["usage"]["requests"]
+
+
+def stored_records(out) -> list[dict]:
+    """Every judgment record stored in a run's results.jsonl."""
+    lines = (out / "results.jsonl").read_text().splitlines()
+    return [r for line in lines for comp in json.loads(line)["components"].values()
+            for value in comp.get("metrics", {}).values()
+            for r in value.get("details", {}).get("judgments", [])]
 
 
 def test_shop_scenario_with_the_openai_backend_gives_the_offline_numbers(server, tmp_path):
@@ -270,3 +283,219 @@ def test_shop_scenario_with_the_openai_backend_gives_the_offline_numbers(server,
     assert reruns > 0
     assert online["judge"]["usage"]["requests"] + reruns == sum(server.counts.values())
     assert online["judge"]["usage"]["errors"] == 0
+
+
+# -- odd HTTP answers: one judgment's error, never the batch's (issue 10) ----------------------
+
+BATCH = [INPUT.model_copy(update={"answer": f"The coat number {i} costs {i} euros."})
+         for i in range(8)]
+
+
+@pytest.mark.parametrize(("fault", "says"), [
+    ("html", "the endpoint answered HTTP 200 with a text/html body, not JSON: '<html>"),
+    ("empty", "the endpoint answered HTTP 200 with an empty body, not JSON"),
+])
+def test_an_odd_http_200_fails_one_judgment_not_the_batch(server, tmp_path, fault, says):
+    setattr(server, fault, 1)
+    judge = judge_for(server, tmp_path, cache_mode="off", max_retries=0)
+    judgments = judge.run_many(CLAIMS, BATCH)
+    judge.close()
+    errors = [j for j in judgments if j.output is None]
+    assert len(errors) == 1 and says in errors[0].error, [j.error for j in errors]
+    assert "check `judge.base_url`" in errors[0].error
+    assert sum(j.requests for j in judgments) == server.counts["chat"] == len(BATCH)
+
+
+@pytest.mark.parametrize("fault", ["html", "empty"])
+def test_an_odd_http_200_is_retried_like_a_5xx(server, tmp_path, fault):
+    setattr(server, fault, 1)
+    judge = judge_for(server, tmp_path, cache_mode="off", max_retries=1)
+    (j,) = judge.run_many(CLAIMS, [INPUT])
+    setattr(server, fault, 1)
+    (emb,) = judge.embed_many([["navy coat", "wool"]])
+    judge.close()
+    assert j.error is None and j.requests == 2
+    assert emb.error is None and emb.requests == 2 and emb.vectors.shape[0] == 2
+
+
+def test_an_odd_http_200_on_embeddings_is_an_error(server, tmp_path):
+    server.html = 1
+    judge = judge_for(server, tmp_path, cache_mode="off", max_retries=0)
+    (emb,) = judge.embed_many([["navy coat"]])
+    judge.close()
+    assert emb.vectors is None and "text/html body, not JSON" in emb.error
+
+
+# -- embeddings: batched across groups, cached per text (issue 10) -----------------------------
+
+
+def test_embeddings_are_batched_across_groups(server, tmp_path):
+    from evalharness.judge.heuristic import embed_texts
+
+    groups = [[f"question {g}", f"generated {g} a", f"generated {g} b"] for g in range(6)]
+    judge = judge_for(server, tmp_path, cache_mode="off", embedding_batch_size=8)
+    results = judge.embed_many(groups)
+    judge.close()
+    assert server.counts["embeddings"] == 3  # 18 texts in requests of at most 8
+    assert sum(e.requests for e in results) == 3
+    assert [e.requests for e in results][0] == 1, "a request is accounted on its first group"
+    for group, emb in zip(groups, results, strict=True):
+        assert emb.error is None
+        np.testing.assert_allclose(emb.vectors, embed_texts(group))
+    tokens = sum(e.prompt_tokens for e in results)
+    assert tokens == sum(len(t.split()) for g in groups for t in g)
+
+
+def test_embeddings_are_cached_per_text(server, tmp_path):
+    judge = judge_for(server, tmp_path)
+    judge.embed_many([["a coat", "a scarf"]])
+    second, third = judge.embed_many([["a scarf", "a hat"], ["a coat"]])
+    judge.close()
+    assert server.counts["embeddings"] == 2
+    assert second.requests == 1 and not second.cached and second.cached_texts == 1
+    assert third.cached and third.requests == 0
+
+
+def test_answer_relevancy_costs_one_embeddings_request_for_a_batch(server, tmp_path):
+    from evalharness.context import EvalContext
+    from evalharness.models import Case, GeneratorStep
+    from evalharness_generation import evaluate_generator
+    from evalharness_generation.judged import RelevancySettings
+
+    batch = [(Case(id=f"c{i}", question=f"How much is coat {i}?"),
+              GeneratorStep(answer=f"Coat {i} costs {100 + i} euros. It is navy."))
+             for i in range(10)]
+    judge = judge_for(server, tmp_path, cache_mode="off")
+    rows = evaluate_generator("answer_relevancy", batch, RelevancySettings(),
+                              EvalContext(judge=judge))
+    judge.close()
+    assert all(r["answer_relevancy"].error is None for r in rows)
+    assert dict(server.counts) == {"chat": 10, "embeddings": 1}
+
+
+# -- embeddings that are not usable (issue 10) --------------------------------------------------
+
+
+def test_nan_embeddings_are_an_error_and_never_cached(server, tmp_path):
+    server.nan_embeddings = 1
+    judge = judge_for(server, tmp_path)
+    (bad,) = judge.embed_many([["navy coat", "wool"]])
+    (good,) = judge.embed_many([["navy coat", "wool"]])
+    judge.close()
+    assert bad.vectors is None and "not finite" in bad.error and bad.requests == 1
+    assert good.error is None and not good.cached, "the failure was not cached: asked again"
+    assert server.counts["embeddings"] == 2
+
+
+def test_embeddings_of_different_lengths_are_an_error(server, tmp_path):
+    server.ragged_embeddings = 1
+    judge = judge_for(server, tmp_path, cache_mode="off")
+    (bad,) = judge.embed_many([["navy coat", "wool"]])
+    judge.close()
+    assert bad.vectors is None and "different lengths" in bad.error
+
+
+def test_a_zero_embedding_fails_answer_relevancy_over_http(server, tmp_path):
+    from evalharness.context import EvalContext
+    from evalharness.models import Case, GeneratorStep
+    from evalharness_generation import evaluate_generator
+    from evalharness_generation.judged import RelevancySettings
+
+    server.zero_embeddings = 1
+    judge = judge_for(server, tmp_path)
+    batch = [(Case(id="c", question="How much?"), GeneratorStep(answer="It costs 129 euros."))]
+    (row,) = evaluate_generator("answer_relevancy", batch, RelevancySettings(),
+                                EvalContext(judge=judge))
+    (again,) = evaluate_generator("answer_relevancy", batch, RelevancySettings(),
+                                  EvalContext(judge=judge))
+    judge.close()
+    assert row["answer_relevancy"].value is None
+    assert "is a zero vector" in row["answer_relevancy"].error
+    assert again["answer_relevancy"].error is None, "zero vectors are not cached either"
+
+
+# -- secrets (issue 10) -----------------------------------------------------------------------
+
+
+def test_a_401_echoing_the_key_is_redacted(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    server.fail_401 = 2
+    judge = judge_for(server, tmp_path, cache_mode="off")
+    (j,) = judge.run_many(CLAIMS, [INPUT])
+    (emb,) = judge.embed_many([["coat"]])
+    judge.close()
+    assert server.auth_headers == [f"Bearer {SECRET}"] * 2
+    for error in (j.error, emb.error):
+        assert "AuthenticationError (HTTP 401)" in error and "***" in error
+        assert SECRET not in error and "DO-NOT-LEAK" not in error
+    assert SECRET not in json.dumps(j.record()) + json.dumps(emb.record())
+
+
+@pytest.mark.parametrize(("env", "kw", "expect"), [
+    ({"OPENAI_API_KEY": SECRET}, {"base_url": "http://127.0.0.1:8000/v1"},
+     ["$OPENAI_API_KEY is sent to 127.0.0.1"]),
+    ({"OPENAI_API_KEY": SECRET}, {"base_url": "https://proxy.example.com/v1"},
+     ["$OPENAI_API_KEY is sent to proxy.example.com"]),
+    ({"OPENAI_API_KEY": SECRET}, {"embedding_base_url": "https://emb.example.com/v1"},
+     ["$OPENAI_API_KEY is sent to emb.example.com"]),
+    ({"MY_KEY": SECRET}, {"base_url": "http://10.1.2.3:8000/v1", "api_key_env": "MY_KEY"},
+     ["over plain http to 10.1.2.3"]),
+    ({"OPENAI_API_KEY": SECRET}, {"base_url": "http://gpu-box:8000/v1"},
+     ["$OPENAI_API_KEY is sent to gpu-box", "over plain http to gpu-box"]),
+    ({"OPENAI_API_KEY": SECRET}, {}, []),
+    ({"OPENAI_API_KEY": SECRET}, {"base_url": "https://api.openai.com/v1"}, []),
+    ({"MY_KEY": SECRET}, {"base_url": "https://x.openai.azure.com/openai/v1",
+                          "api_key_env": "MY_KEY"}, []),
+    ({"MY_KEY": SECRET}, {"base_url": "http://localhost:8000/v1", "api_key_env": "MY_KEY"}, []),
+    ({}, {"base_url": "http://10.1.2.3:8000/v1"}, []),
+])
+def test_warnings_say_where_a_key_goes(monkeypatch, env, kw, expect):
+    for name in ("OPENAI_API_KEY", "MY_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    judge = OpenAIJudge(JudgeConfig(backend="openai", model="m", **kw))
+    assert len(judge.warnings) == len(expect), judge.warnings
+    for warning, text in zip(judge.warnings, expect, strict=True):
+        assert text in warning and SECRET not in warning
+
+
+# -- the canned mode and the server's clock (issue 10) ------------------------------------------
+
+
+def test_canned_answers_fit_every_task_and_count_claims(tmp_path):
+    from evalharness.judge import (
+        CHUNK_USEFULNESS,
+        QUESTIONS,
+        ChunkUsefulnessInput,
+        QuestionsInput,
+    )
+
+    with FakeOpenAI(canned=True) as server:
+        judge = judge_for(server, tmp_path, cache_mode="off")
+        (claims,) = judge.run_many(CLAIMS, [INPUT])
+        (support,) = judge.run_many(CLAIM_SUPPORT, [ClaimSupportInput(
+            context="c", claims=["one", "two", "three"])])
+        (questions,) = judge.run_many(QUESTIONS, [QuestionsInput(answer="a", n=3)])
+        (chunks,) = judge.run_many(CHUNK_USEFULNESS, [ChunkUsefulnessInput(
+            question="q", answer="a", chunks=["x", "y"])])
+        (emb,) = judge.embed_many([["a", "b"]])
+        judge.close()
+        stats = server.stats(reset=True)
+        after = server.stats()
+    assert len(claims.output.claims) == 1
+    assert [v.supported for v in support.output.verdicts] == [True, True, True]
+    assert len(questions.output.questions) == 1 and len(chunks.output.verdicts) == 2
+    assert emb.vectors.shape == (2, 8)
+    assert stats["counts"] == {"chat": 4, "embeddings": 1}
+    assert stats["first_request_at"] <= stats["last_response_at"]
+    assert stats["max_in_flight"] == {"chat": 1, "embeddings": 1}
+    assert after["counts"] == {} and after["first_request_at"] is None
+
+
+def test_stats_over_http(server):
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server.base_url}/stats") as response:
+        stats = json.load(response)
+    assert stats["first_request_at"] is None and stats["counts"] == {}

@@ -149,7 +149,7 @@ def test_an_llm_judge_turns_the_pair_memo_off(shop_db):
         def __init__(self):
             self.asked = 0
 
-        def run_many(self, task, inputs, *, metric=""):
+        def run_many(self, task, inputs, *, metric="", rounds_after=0):
             self.asked += len(inputs)
             return [FakeJudgment() for _ in inputs]
 
@@ -232,7 +232,8 @@ def test_the_heuristic_judge_memo_returns_what_answer_returns():
         first, second = judge.run_many(task, [inputs, inputs])
         assert first.output == second.output == expected
         assert first.output is not second.output  # each judgment owns its output
-        assert first.key == second.key and first.record() == second.record()
+        assert first.key == second.key and first.id != second.id  # each judgment counts once
+        assert {**first.record(), "id": None} == {**second.record(), "id": None}
     texts = [["How do I wash raw denim?", "washing raw denim", "wool coats"],
              ["wool coats", "How do I wash raw denim?"]]
     for group, emb in zip(texts, judge.embed_many(texts), strict=True):

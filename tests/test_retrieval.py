@@ -370,7 +370,7 @@ class FakeJudge:
         self.answer = answer
         self.calls = []
 
-    def run_many(self, task, inputs, *, metric=""):
+    def run_many(self, task, inputs, *, metric="", rounds_after=0):
         self.calls.append((task.id, list(inputs), metric))
         out = []
         for item in inputs:

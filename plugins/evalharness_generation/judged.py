@@ -2,9 +2,12 @@
 
 Each works on a whole batch, so the judge answers every case's request concurrently:
 faithfulness makes 2 chat requests per case (claims, then one verification of all claims),
-answer relevancy 1 chat request and 1 embeddings request, answer correctness 4 chat requests
-(claims of the answer — shared with faithfulness through the cache — claims of the reference,
-and a verification each way). Every value stores the judgments that produced it.
+answer relevancy 1 chat request per case and, for the whole batch, embeddings requests of up
+to ``judge.embedding_batch_size`` texts, answer correctness 4 chat requests (claims of the
+answer — shared with faithfulness through the cache, or with its identical request in flight
+— claims of the reference, and a verification each way). Every value stores the judgments
+that produced it; each judgment's record sits on exactly one value, so the report counts it
+once.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ def _judge_identity(judge) -> dict:
 
 
 def _claims(judge, pairs: Sequence[tuple[str, str]], metric: str) -> list[Judgment]:
+    # the claims are verified next: one round after this one
     return judge.run_many(CLAIMS, [ClaimsInput(question=q, answer=a) for q, a in pairs],
-                          metric=metric)
+                          metric=metric, rounds_after=1)
 
 
 def _verify(judge, pairs: Sequence[tuple[str, list[str]]], metric: str) -> list[Judgment]:
@@ -130,6 +134,19 @@ class RelevancySettings(BaseModel):
     multiplied by the share of committal questions."""
 
 
+def zero_vector(texts: Sequence[str], vectors: np.ndarray) -> str | None:
+    """The first text whose embedding is a zero vector (cosine similarity is undefined for it),
+    or ``None``.
+
+    >>> zero_vector(["q", "g1", "g2"], np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]))
+    'g1'
+    >>> zero_vector(["q"], np.array([[0.5, 0.5]])) is None
+    True
+    """
+    norms = np.linalg.norm(vectors, axis=1)
+    return next((t for t, n in zip(texts, norms, strict=True) if not n > 0), None)
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine similarity of each row of ``b`` with vector ``a``.
 
@@ -154,7 +171,8 @@ def answer_relevancy(batch, settings: RelevancySettings, context) -> Rows:
         else:
             todo.append((i, case.question, answer))
     generated = judge.run_many(QUESTIONS, [QuestionsInput(answer=a, n=settings.n)
-                                           for _, _, a in todo], metric="answer_relevancy")
+                                           for _, _, a in todo], metric="answer_relevancy",
+                               rounds_after=1)  # the questions are embedded next
     embed = []
     for (i, question, _), gj in zip(todo, generated, strict=True):
         if gj.output is None or not gj.output.questions:
@@ -164,14 +182,23 @@ def answer_relevancy(batch, settings: RelevancySettings, context) -> Rows:
                 judge=_judge_identity(judge), judgments=[gj.record()])}
         else:
             embed.append((i, question, gj))
-    vectors = judge.embed_many([[q, *(g.question for g in gj.output.questions)]
-                                for _, q, gj in embed], metric="answer_relevancy")
-    for (i, _, gj), emb in zip(embed, vectors, strict=True):
+    groups = [[q, *(g.question for g in gj.output.questions)] for _, q, gj in embed]
+    vectors = judge.embed_many(groups, metric="answer_relevancy")
+    for (i, _, gj), texts, emb in zip(embed, groups, vectors, strict=True):
         records = [gj.record(), emb.record()]
         questions = gj.output.questions
         if emb.vectors is None:
             rows[i] = {"answer_relevancy": MetricValue.failed(
                 f"embedding the questions failed: {emb.error}", judge=_judge_identity(judge),
+                judgments=records)}
+            continue
+        zero = zero_vector(texts, emb.vectors)
+        if zero is not None:
+            which = "question" if zero == texts[0] else "generated question"
+            rows[i] = {"answer_relevancy": MetricValue.failed(
+                f"the embedding of the {which} {zero!r} is a zero vector, so its cosine "
+                "similarity is undefined (not cached; a rerun asks again) — if it persists, "
+                "check `judge.embedding_model` and the server", judge=_judge_identity(judge),
                 judgments=records)}
             continue
         sims = cosine(emb.vectors[0], emb.vectors[1:])
@@ -193,6 +220,13 @@ def answer_relevancy(batch, settings: RelevancySettings, context) -> Rows:
 # -- answer correctness ----------------------------------------------------------------------
 
 CORRECTNESS = ["correctness_precision", "correctness_recall", "correctness_f1"]
+
+
+def _failed_correctness(reason: str, judgments: list[Judgment]) -> dict[str, MetricValue]:
+    """The same failure for the three metrics; the judgments' records on the precision only,
+    so the report counts each request once."""
+    return {m: MetricValue.failed(reason, judgments=[j.record() for j in judgments])
+            if m == CORRECTNESS[0] else MetricValue.failed(reason) for m in CORRECTNESS}
 
 
 def answer_correctness(batch, context) -> Rows:
@@ -217,14 +251,11 @@ def answer_correctness(batch, context) -> Rows:
         aj, rj = answer_claims[k], reference_claims[k]
         bad = next((j for j in (aj, rj) if j.output is None), None)
         if bad is not None:
-            reason = f"the judge failed to split a text into claims: {bad.error}"
-            rows[i] = {m: MetricValue.failed(reason, judgments=[aj.record(), rj.record()])
-                       for m in CORRECTNESS}
+            rows[i] = _failed_correctness(
+                f"the judge failed to split a text into claims: {bad.error}", [aj, rj])
         elif not aj.output.claims or not rj.output.claims:
             which = "answer" if not aj.output.claims else "reference answer"
-            rows[i] = {m: MetricValue.failed(f"the {which} makes no claim to compare",
-                                             judgments=[aj.record(), rj.record()])
-                       for m in CORRECTNESS}
+            rows[i] = _failed_correctness(f"the {which} makes no claim to compare", [aj, rj])
         else:
             checks.append((i, aj, rj))
             verify += [(reference, aj.output.claims), (answer, rj.output.claims)]
@@ -236,7 +267,7 @@ def answer_correctness(batch, context) -> Rows:
         covered = _support(rcj, rj.output.claims)
         problem = next((x for x in (precise, covered) if isinstance(x, str)), None)
         if problem is not None:
-            rows[i] = {m: MetricValue.failed(problem, judgments=records) for m in CORRECTNESS}
+            rows[i] = _failed_correctness(problem, [aj, rj, pj, rcj])
             continue
         p = sum(precise) / len(precise)
         r = sum(covered) / len(covered)

@@ -257,7 +257,8 @@ def _judged_recall(batch, todo, context):
         return out
     judge = context.judge
     claim_j = judge.run_many(CLAIMS, [ClaimsInput(question=c.question, answer=c.gold.answer)
-                                      for _, c, _ in asks], metric="context_recall")
+                                      for _, c, _ in asks], metric="context_recall",
+                             rounds_after=1)  # the claims are verified next
     verify = []
     for (i, _, texts), cj in zip(asks, claim_j, strict=True):
         if cj.output is None:

@@ -3,10 +3,11 @@
 Evaluators that declare ``needs_judge`` receive ``context.judge`` and call
 ``context.judge.run_many(TASK, [inputs, ...], metric="name")``, which answers every input
 concurrently and returns one :class:`Judgment` each (an output, or an error with the raw text),
-and ``context.judge.embed_many(texts, metric="name")`` for embeddings.
+and ``context.judge.embed_many(groups, metric="name")`` for embeddings. :data:`LEDGER` collects
+what a caller's calls produced; :func:`redact` removes secrets from error texts.
 """
 
-from evalharness.judge.base import Judge, JudgeConfig, Judgment
+from evalharness.judge.base import LEDGER, Embeddings, Judge, JudgeConfig, Judgment, judge_usage
 from evalharness.judge.tasks import (
     CHUNK_USEFULNESS,
     CLAIM_SUPPORT,
@@ -26,10 +27,12 @@ from evalharness.judge.tasks import (
     SQLEquivalenceInput,
     SQLEquivalenceOutput,
 )
+from evalharness.redaction import redact
 
 __all__ = [
     "CHUNK_USEFULNESS", "CLAIMS", "CLAIM_SUPPORT", "QUESTIONS", "SQL_EQUIVALENCE", "TASKS",
     "ChunkUsefulnessInput", "ChunkUsefulnessOutput", "ClaimSupportInput", "ClaimSupportOutput",
-    "ClaimsInput", "ClaimsOutput", "Judge", "JudgeConfig", "Judgment", "JudgmentTask",
-    "QuestionsInput", "QuestionsOutput", "SQLEquivalenceInput", "SQLEquivalenceOutput",
+    "ClaimsInput", "ClaimsOutput", "Embeddings", "Judge", "JudgeConfig", "Judgment",
+    "JudgmentTask", "LEDGER", "QuestionsInput", "QuestionsOutput", "SQLEquivalenceInput",
+    "SQLEquivalenceOutput", "judge_usage", "redact",
 ]

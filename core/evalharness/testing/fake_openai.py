@@ -2,14 +2,26 @@
 
 It speaks the two endpoints the ``openai`` judge backend uses — ``POST /v1/chat/completions``
 and ``POST /v1/embeddings`` — and answers judgment tasks with the heuristic judge, so answers
-are realistic and deterministic; ``GET /v1/stats`` returns the request counts. Faults are switched on per server: added latency, structured
-outputs unsupported (HTTP 400, as some local servers answer), a number of 429 answers, garbage
-answers, answers slower than the client's timeout. Every request is counted, with the
-``Authorization`` headers it carried (so tests can check where a key goes).
+are realistic and deterministic. ``GET /v1/stats`` returns the request counts, the most
+requests in flight at once, and the wall-clock times (``time.time()``) of the first request's
+arrival and of the last response (``?reset=1`` starts the counts afresh after answering).
+
+Faults are switched on per server, most as "the next N requests": added latency, structured
+outputs unsupported (HTTP 400, as some local servers answer), 429 answers, 401 answers that
+echo the key they were sent (as some proxies do), HTTP 200 answers with an HTML page or an
+empty body (a proxy in the way), garbage chat answers, embeddings with NaN values, with a
+vector of the wrong length or all zero, and answers slower than the client's timeout. Every
+request is counted, with the ``Authorization`` headers it carried (so tests can check where a
+key goes).
+
+``canned=True`` (``--canned``) answers every task with a minimal JSON object that fits the
+task's output schema — one verdict per claim or chunk it was given, so values stay usable —
+and every embedding with the same small vector: no per-answer work, for benchmarks that
+measure the judge machinery rather than the heuristic judge.
 
 Run one by hand::
 
-    python -m evalharness.testing.fake_openai --port 8000 --latency-ms 200
+    python -m evalharness.testing.fake_openai --port 8000 --latency-ms 200 [--canned]
 """
 
 from __future__ import annotations
@@ -27,25 +39,47 @@ from evalharness.judge.tasks import TASKS
 
 _WORDS = re.compile(r"\w+|[^\w\s]")
 
+PROXY_PAGE = ("<html><head><title>Sign in</title></head><body><h1>Corporate proxy</h1>"
+              "<p>Please sign in to continue.</p></body></html>")
+"""The body of the ``html`` fault: a proxy's page, answered with HTTP 200."""
+
+CANNED_DIM = 8
+"""Length of the canned mode's embedding vectors."""
+
+
+class _Server(ThreadingHTTPServer):
+    """Accepts as many waiting connections as a real server would (the standard library's
+    backlog of 5 refuses connections at a judge concurrency of 64)."""
+
+    request_queue_size = 1024
+
 
 class FakeOpenAI:
     """The server's state and faults; start with :meth:`start`, stop with :meth:`stop`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, latency_s: float = 0.0,
-                 structured: bool = True) -> None:
+                 structured: bool = True, canned: bool = False) -> None:
         self.latency_s = latency_s
         self.structured = structured
+        self.canned = canned  # minimal schema-fitting answers, no per-answer work
         self.fail_429 = 0  # answer the next N requests with 429
+        self.fail_401 = 0  # answer the next N requests with 401, echoing the key sent
+        self.html = 0  # answer the next N requests with HTTP 200 and an HTML page
+        self.empty = 0  # answer the next N requests with HTTP 200 and an empty body
         self.garbage = 0  # answer the next N chat requests with text that is not JSON
+        self.nan_embeddings = 0  # the next N embeddings answers hold NaN and infinity
+        self.ragged_embeddings = 0  # ... have one vector of the wrong length
+        self.zero_embeddings = 0  # ... are all-zero vectors
         self.hang_s = 0.0  # sleep this long before answering (to trip client timeouts)
         self.counts: Counter[str] = Counter()
         self.auth_headers: list[str] = []
-        self.in_flight = 0
         self.max_in_flight: Counter[str] = Counter()
+        self.first_request_at: float | None = None  # time.time() of the first arrival
+        self.last_response_at: float | None = None  # time.time() of the last response sent
         self._lock = threading.Lock()
         self._live: Counter[str] = Counter()
         handler = type("Handler", (_Handler,), {"server_state": self})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd = _Server((host, port), handler)
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -71,29 +105,48 @@ class FakeOpenAI:
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
+    def stats(self, reset: bool = False) -> dict[str, Any]:
+        """What ``GET /v1/stats`` answers; ``reset`` starts the counts and times afresh."""
+        with self._lock:
+            out = {"counts": dict(self.counts), "max_in_flight": dict(self.max_in_flight),
+                   "in_flight": dict(self._live), "first_request_at": self.first_request_at,
+                   "last_response_at": self.last_response_at}
+            if reset:
+                self.counts.clear()
+                self.max_in_flight.clear()
+                self.first_request_at = self.last_response_at = None
+        return out
+
     def _enter(self, kind: str, auth: str) -> str | None:
         """Count the request; return a fault to answer with, if one is due."""
         with self._lock:
+            if self.first_request_at is None:
+                self.first_request_at = time.time()
             self.counts[kind] += 1
             self.auth_headers.append(auth)
             self._live[kind] += 1
             self.max_in_flight[kind] = max(self.max_in_flight[kind], self._live[kind])
-            if self.fail_429 > 0:
-                self.fail_429 -= 1
-                return "429"
-            if kind == "chat" and self.garbage > 0:
-                self.garbage -= 1
-                return "garbage"
+            faults = ["fail_429", "fail_401", "html", "empty"]
+            faults += ["garbage"] if kind == "chat" else [
+                "nan_embeddings", "ragged_embeddings", "zero_embeddings"]
+            for fault in faults:
+                if getattr(self, fault) > 0:
+                    setattr(self, fault, getattr(self, fault) - 1)
+                    return fault
         return None
 
     def _leave(self, kind: str) -> None:
         with self._lock:
             self._live[kind] -= 1
+            self.last_response_at = time.time()
 
 
 class _Handler(BaseHTTPRequestHandler):
     server_state: FakeOpenAI
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as real servers set it: the headers and the body go out in two writes, and
+    # with Nagle's algorithm the second waits for the client's delayed ACK (~40 ms a request).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
@@ -102,9 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server_state
         if self.path.split("?")[0] != "/v1/stats":
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
-        with state._lock:
-            return self._send(200, {"counts": dict(state.counts),
-                                    "max_in_flight": dict(state.max_in_flight)})
+        return self._send(200, state.stats(reset="reset=1" in self.path))
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         state = self.server_state
@@ -120,13 +171,22 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(state.hang_s)
             if state.latency_s:
                 time.sleep(state.latency_s)
-            if fault == "429":
+            if fault == "fail_429":
                 return self._send(429, {"error": {"message": "rate limited",
                                                   "type": "rate_limit"}},
                                   headers={"retry-after": "0"})
+            if fault == "fail_401":
+                key = self.headers.get("authorization", "").removeprefix("Bearer ")
+                return self._send(401, {"error": {
+                    "message": f"Incorrect API key provided: {key}. Header was: Bearer {key}",
+                    "type": "invalid_request_error", "code": "invalid_api_key"}})
+            if fault == "html":
+                return self._send_raw(200, PROXY_PAGE.encode(), "text/html; charset=utf-8")
+            if fault == "empty":
+                return self._send_raw(200, b"", "application/json")
             if kind == "chat":
                 return self._chat(body, garbage=fault == "garbage")
-            return self._embeddings(body)
+            return self._embeddings(body, fault)
         finally:
             state._leave(kind)
 
@@ -139,41 +199,59 @@ class _Handler(BaseHTTPRequestHandler):
                                               "invalid_request_error"}})
         messages = body.get("messages") or []
         task = _task_of(fmt, messages)
-        prompt_tokens = sum(len(_WORDS.findall(m.get("content") or "")) for m in messages)
+        count = _rough_tokens if state.canned else _tokens
+        prompt_tokens = sum(count(m.get("content") or "") for m in messages)
         if garbage:
             content = "Sure! Here is my verdict: yes, mostly."
         elif task is None:
             content = json.dumps({"error": "unknown task"})
+        elif state.canned:
+            content = _canned(task, messages)
         else:
             content = _answer(task, messages)
+        completion_tokens = count(content)
         return self._send(200, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "fake"),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens,
-                      "completion_tokens": len(_WORDS.findall(content)),
-                      "total_tokens": prompt_tokens + len(_WORDS.findall(content))},
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
         })
 
-    def _embeddings(self, body: dict) -> None:
-        from evalharness.judge.heuristic import embed_texts
-
+    def _embeddings(self, body: dict, fault: str | None) -> None:
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
-        vectors = embed_texts(texts)
-        tokens = sum(len(_WORDS.findall(t)) for t in texts)
+        if self.server_state.canned:
+            vectors = [[1.0] + [0.0] * (CANNED_DIM - 1) for _ in texts]
+            tokens = sum(_rough_tokens(t) for t in texts)
+        else:
+            from evalharness.judge.heuristic import embed_texts
+
+            vectors = [v.tolist() for v in embed_texts(texts)]
+            tokens = sum(_tokens(t) for t in texts)
+        if fault == "nan_embeddings":
+            for v in vectors:
+                v[0], v[-1] = float("nan"), float("inf")
+        elif fault == "ragged_embeddings" and vectors:
+            vectors[-1] = vectors[-1][: max(1, len(vectors[-1]) // 2)]
+        elif fault == "zero_embeddings":
+            vectors = [[0.0] * len(v) for v in vectors]
         return self._send(200, {
             "object": "list", "model": body.get("model", "fake"),
-            "data": [{"object": "embedding", "index": i, "embedding": v.tolist()}
+            "data": [{"object": "embedding", "index": i, "embedding": v}
                      for i, v in enumerate(vectors)],
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         })
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+        # NaN and infinity are written as the bare words Python's json module reads back.
+        self._send_raw(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_raw(self, status: int, data: bytes, content_type: str,
+                  headers: dict | None = None) -> None:
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -190,6 +268,56 @@ def _task_of(fmt: dict, messages: list[dict]):
         return TASKS[name]
     system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
     return next((t for t in TASKS.values() if system.startswith(t.rubric)), None)
+
+
+def _tokens(text: str) -> int:
+    """Word and punctuation tokens, the server's stand-in for a tokenizer.
+
+    >>> _tokens("The coat costs 129.")
+    5
+    """
+    return len(_WORDS.findall(text))
+
+
+def _rough_tokens(text: str) -> int:
+    """A cheaper stand-in for the canned mode: about four characters a token.
+
+    >>> _rough_tokens("The coat costs 129.")
+    5
+    """
+    return len(text) // 4 + 1
+
+
+def _canned(task, messages: list[dict]) -> str:
+    """A minimal answer that fits ``task``'s output schema: one verdict per claim or chunk
+    given, one question, everything supported, equivalent or useful.
+
+    >>> from evalharness.judge.tasks import CLAIM_SUPPORT
+    >>> _canned(CLAIM_SUPPORT, [{"role": "user", "content": '{"context": "c", "claims": ["a", "b"]}'}])
+    '{"verdicts": [{"claim": "", "supported": true, "reason": "canned"}, {"claim": "", \
+"supported": true, "reason": "canned"}]}'
+    """
+    def given(field: str) -> int:
+        user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+        try:
+            return len(json.loads(user).get(field) or [])
+        except (ValueError, AttributeError, TypeError):
+            return 0
+
+    if task.id == "claims":
+        answer: dict[str, Any] = {"claims": ["The answer states a fact."]}
+    elif task.id == "claim_support":
+        answer = {"verdicts": [{"claim": "", "supported": True, "reason": "canned"}]
+                  * given("claims")}
+    elif task.id == "answer_questions":
+        answer = {"questions": [{"question": "What does the shop sell?", "noncommittal": False}]}
+    elif task.id == "chunk_usefulness":
+        answer = {"verdicts": [{"useful": True, "reason": "canned"}] * given("chunks")}
+    elif task.id == "sql_equivalence":
+        answer = {"equivalent": True, "reason": "canned"}
+    else:
+        answer = {"error": f"the canned mode does not know the task {task.id!r}"}
+    return json.dumps(answer)
 
 
 def _answer(task, messages: list[dict]) -> str:
@@ -209,9 +337,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--no-structured", action="store_true",
                         help="refuse response_format json_schema (HTTP 400), like some servers")
+    parser.add_argument("--canned", action="store_true",
+                        help="answer every task with a minimal schema-fitting JSON (benchmarks)")
     args = parser.parse_args(argv)
     server = FakeOpenAI(port=args.port, latency_s=args.latency_ms / 1000,
-                        structured=not args.no_structured)
+                        structured=not args.no_structured, canned=args.canned)
     print(f"fake OpenAI-compatible server on {server.base_url}", flush=True)
     try:
         server.httpd.serve_forever()
