@@ -171,7 +171,8 @@ def test_installed_plugin_runs_in_a_scenario(installed: Path, tmp_path: Path):
         "  retriever:\n"
         "    - chunk_length: {max_chars: 250}\n"
         "gates:\n"
-        "  - retriever.within_limit >= 0.6\n",
+        "  # one case of four has no chunk texts: an error the gate must allow explicitly\n"
+        "  - {gate: retriever.within_limit >= 0.6, max_error_rate: 0.25}\n",
         encoding="utf-8")
     out = tmp_path / "run"
     proc = _run(["-m", "evalharness.cli", "scenario", "scenario.yaml", "--out", str(out),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import re
 from pathlib import Path
 
 import click
@@ -362,15 +361,20 @@ def test_evaluator_exception_is_recorded_per_metric_and_the_run_goes_on(small, c
 
 
 @pytest.mark.parametrize("bad, message", [
-    ("return None", "returned nothing"),
-    ("return [{'x': 1.0}]", "returned 1 rows for a batch of 3"),
-    ("return [{'y': 1.0} for _ in batch]", "returned metrics ['y']"),
+    ("return None", "returned nothing from hook 'evaluate_generator' for a batch of 3"),
+    ("return 'fine'", "returned a str from hook 'evaluate_generator' for a batch of 3"),
+    ("return [{'x': 1.0}]", "returned 1 rows from hook 'evaluate_generator' for a batch of 3"),
+    ("return [{'y': 1.0} for _ in batch]", "returned metrics ['y'] for case 'c1'"),
     ("return [{'x': 'high'} for _ in batch]", "returned str as a metric value"),
+    ("import numpy\n    return [{'x': MetricValue.of(1, rank=numpy.int64(2))} for _ in batch]",
+     "details['rank'] of x for case 'c1' holds a numpy.int64"),
+    ("import sys\n    sys.exit(0)", "raised SystemExit: the code called sys.exit(0)"),
 ])
-def test_malformed_evaluator_results_are_plugin_errors(small, bad, message):
-    from evalharness.errors import PluginError
-
-    namespace: dict = {}
+def test_malformed_evaluator_results_are_errors_naming_the_plugin(small, bad, message, capfd):
+    """Issue 10: a result of the wrong shape (or a sys.exit) stopped the whole run; now it is
+    the evaluator's error on the batch's cases, like a plugin that raises, and the run goes
+    on with every other evaluator's values."""
+    namespace: dict = {"MetricValue": MetricValue}
     exec(f"def evaluate_generator(evaluator, batch):\n    {bad}\n", namespace)
 
     class Sloppy:
@@ -379,8 +383,15 @@ def test_malformed_evaluator_results_are_plugin_errors(small, bad, message):
             register(Evaluator(name="sloppy", component="generator", metrics=["x"]))
 
     Sloppy.evaluate_generator = staticmethod(hookimpl(namespace["evaluate_generator"]))
-    with pytest.raises(PluginError, match=re.escape(message)):
-        run_with([Sloppy()], small, replace={"[answer_present]": "[answer_present, sloppy]"})
+    _, outcome, report = run_with([Sloppy()], small,
+                                  replace={"[answer_present]": "[answer_present, sloppy]"})
+    x = report.components["generator"].metrics["x"]
+    assert x.mean is None and x.errors == 3
+    reason = next(iter(x.error_reasons))
+    assert "evaluator 'sloppy' of plugin 'Sloppy'" in reason and message in reason, reason
+    assert report.components["generator"].metrics["answer_present"].n == 3
+    assert len(outcome.results) == 3
+    assert "warning:" in capfd.readouterr().err
 
 
 def test_nan_from_an_evaluator_becomes_an_error_with_reason(small):

@@ -198,7 +198,7 @@ def test_resume_refuses_changed_cases(tmp_path):
     cases = tmp_path / "cases.jsonl"
     cases.write_text(cases.read_text().replace('"q1"', '"q one"'))
     res = run_cli("scenario", scenario, "--out", out, "--resume", "--quiet")
-    assert res.code == 2 and "a file it names" in res.err
+    assert res.code == 2 and f"{cases} changed since" in res.err, res
 
 
 def test_system_errors_are_announced(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from datetime import datetime
@@ -10,12 +11,14 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from evalharness import __version__
 from evalharness.errors import EvalHarnessError
+from evalharness.lock import RunLock
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
 from evalharness.report import (
@@ -34,7 +37,7 @@ from evalharness.report import (
     usage_line,
     write_reports,
 )
-from evalharness.runner import Progress, load_system, make_judge, run
+from evalharness.runner import Progress, check_resources, load_system, make_judge, run
 from evalharness.scenario import ScenarioFile, load_scenario
 
 EXIT_GATE_FAILED = 1
@@ -146,10 +149,18 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         out_dir = Path("runs") / f"{loaded.name}-{stamp}"
     progress = BarProgress(enabled=not quiet and sys.stderr.isatty())
+    existed = out_dir.exists()
     try:
-        outcome = asyncio.run(run(loaded, out_dir, concurrency=concurrency, resume=resume,
-                                  progress=progress, headroom=not no_headroom))
+        with RunLock(out_dir):  # held until the reports are written
+            outcome = asyncio.run(run(loaded, out_dir, concurrency=concurrency, resume=resume,
+                                      progress=progress, headroom=not no_headroom))
+            if not outcome.interrupted:
+                report = build_report(loaded, outcome)
+                paths = write_reports(report, out_dir, outcome.results)
     except EvalHarnessError as exc:
+        if not existed:  # refused before anything was written: leave no empty folder behind
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
         raise InputProblem(str(exc)) from None
     except KeyboardInterrupt:
         outcome = None
@@ -159,8 +170,6 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
                    f"{out_dir / 'results.jsonl'}; continue with: evalharness scenario {path} "
                    f"--out {out_dir} --resume", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    report = build_report(loaded, outcome)
-    paths = write_reports(report, out_dir, outcome.results)
     if not quiet:
         print_summary(report, Console(width=None if sys.stdout.isatty() else 120))
         click.echo(f"\nwrote {out_dir / 'results.jsonl'}, {paths['json']}, {paths['md']}, "
@@ -169,7 +178,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
     if failed:
         if quiet:
             for g in failed:
-                click.echo(f"gate failed: {g.name} (value {fmt(g.value)})", err=True)
+                click.echo(f"gate failed: {g.name} (value {fmt(g.value)}; {g.reason})", err=True)
         sys.exit(EXIT_GATE_FAILED)
 
 
@@ -214,13 +223,16 @@ def print_summary(report: Report, console: Console) -> None:
         console.print(f"[yellow]{report.cases['system_errors']} of {report.cases['total']} cases "
                       "failed in the system under test: their components did not run and are "
                       "in no mean above (see results.jsonl, `trace.error`).[/yellow]")
+    for warning in report.warnings:
+        console.print(f"[yellow]warning: {escape(warning)}[/yellow]")
     if report.gates:
         gates = Table(title="gates", title_justify="left")
-        for col in ("gate", "value", "result"):
+        for col in ("gate", "value", "errors", "result"):
             gates.add_column(col)
         for g in report.gates:
-            gates.add_row(g.name, fmt(g.value),
-                          "[green]pass[/green]" if g.passed else "[bold red]FAIL[/bold red]")
+            gates.add_row(g.name, fmt(g.value), f"{g.errors} of {g.n}",
+                          "[green]pass[/green]" if g.passed else
+                          f"[bold red]FAIL[/bold red] {escape(g.reason or '')}")
         console.print(gates)
 
 
@@ -325,9 +337,13 @@ def validate(path: Path, plugins: tuple[str, ...]) -> None:
         loaded = load_scenario(path, extra_plugins=list(plugins))
         if loaded.system is not None:
             load_system(loaded)
-        make_judge(loaded).close()
+        judge = make_judge(loaded)
+        judge.close()
+        check_resources(loaded)
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
+    for warning in judge.warnings:
+        click.echo(f"warning: {warning}", err=True)
     n_eval = len(loaded.evaluators)
     click.echo(f"{path}: valid — {len(loaded.cases)} cases, {len(loaded.pipeline.order)} "
                f"components, {n_eval} evaluators, {len(loaded.gates)} gates")

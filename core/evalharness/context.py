@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,15 +104,17 @@ def load_corpus(path: Path) -> dict[str, Chunk]:
 
 
 def read_records(path: Path, model: type[M], *, key: Callable[[M], str], what: str,
-                 example: str, select: Callable[[dict], dict] = lambda r: r) -> dict[str, M]:
+                 example: str, select: Callable[[dict], dict] = lambda r: r,
+                 reject_surrogates: bool = False) -> dict[str, M]:
     """Validate each line of a JSONL file as ``model``, keyed by ``key``; ids must be unique.
 
     ``select`` picks the part of each line to validate. Errors name the file, the line and
-    the field, and show a valid line.
+    the field, and show a valid line. With ``reject_surrogates``, a string holding an unpaired
+    surrogate (``"\\ud800"``: valid JSON, not valid Unicode) is an error too.
     """
     out: dict[str, M] = {}
     first_line: dict[str, int] = {}
-    for lineno, record in read_jsonl(path):
+    for lineno, record in read_jsonl(path, reject_surrogates=reject_surrogates):
         body = select(record)
         try:
             item = model.model_validate(body)
@@ -126,21 +129,48 @@ def read_records(path: Path, model: type[M], *, key: Callable[[M], str], what: s
     return out
 
 
-def read_jsonl(path: Path, *, tolerate_torn_tail: bool = False):
+_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32",
+         b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
+
+
+def read_jsonl(path: Path, *, tolerate_torn_tail: bool = False, reject_surrogates: bool = False):
     """Yield ``(line number, object)`` for each non-blank line; errors name file and line.
 
-    With ``tolerate_torn_tail``, an unparsable *last* line (a write cut short by a kill) is
-    skipped instead of raising.
+    The file must be UTF-8 (a UTF-8 byte-order mark is skipped); UTF-16 or other bytes are an
+    error naming the line and the byte. With ``tolerate_torn_tail``, an unparsable *last*
+    line (a write cut short by a kill) is skipped instead of raising.
     """
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.readlines()
-    for lineno, line in enumerate(lines, 1):
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a directory; give a JSONL file (one JSON object per line)")
+    with open(path, "rb") as fh:
+        lines = fh.read().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+        ended = True
+    else:
+        ended = False
+    if lines:
+        head = lines[0][:4]
+        for bom, name in _BOMS.items():
+            if head.startswith(bom):
+                raise InputError(f"{path}: the file is {name} text (it starts with a {name} "
+                                 "byte-order mark); save it as UTF-8")
+        if head.startswith(b"\xef\xbb\xbf"):
+            lines[0] = lines[0][3:]
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            hint = " (it looks like UTF-16: save it as UTF-8)" if b"\x00" in raw else ""
+            raise InputError(f"{path}, line {lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                             f"at column {exc.start + 1}){hint}; save the file as UTF-8") from None
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            if tolerate_torn_tail and lineno == len(lines) and not line.endswith("\n"):
+            if tolerate_torn_tail and lineno == len(lines) and not ended:
                 return
             raise InputError(
                 f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
@@ -149,7 +179,42 @@ def read_jsonl(path: Path, *, tolerate_torn_tail: bool = False):
         if not isinstance(record, dict):
             raise InputError(f"{path}, line {lineno}: expected a JSON object, got "
                              f"{type(record).__name__}")
+        if reject_surrogates and "\\u" in line:
+            where = surrogate_at(record)
+            if where is not None:
+                raise InputError(f"{path}, line {lineno}, field `{where}`: the text holds an "
+                                 "unpaired surrogate escape (\\ud800-\\udfff), which is not "
+                                 "valid Unicode; write the character itself or remove it")
         yield lineno, record
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_at(value: Any, path: str = "") -> str | None:
+    """The path of the first string in ``value`` holding an unpaired surrogate, or ``None``.
+
+    >>> surrogate_at({"id": "a", "gold": {"answer": "caf\\ud800"}})
+    'gold.answer'
+    >>> surrogate_at({"question": "café"}) is None
+    True
+    """
+    if isinstance(value, str):
+        return (path or "(top level)") if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((f"[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for k, v in items:
+        sub = path + k if isinstance(k, str) and k.startswith("[") else \
+            (f"{path}.{k}" if path else str(k))
+        found = surrogate_at(k, sub) if isinstance(k, str) and _SURROGATE.search(k) else None
+        found = found or surrogate_at(v, sub)
+        if found:
+            return found
+    return None
 
 
 def jsonl_error(path: Path, lineno: int, exc: ValidationError, record: Any, what: str,
@@ -187,3 +252,10 @@ class EvalContext:
 
     extras: dict[str, Any] = field(default_factory=dict)
     """Room for plugins to share run-wide state."""
+
+    budget_s: float | None = None
+    """Seconds the evaluator being called may spend on each case of the batch (its
+    ``budget_s`` setting in the scenario); ``None``: no budget. An evaluator that can stop
+    early honours it per case and returns ``MetricValue.failed(reason)`` for a case whose
+    budget ran out; the core's backstop abandons a call that overruns the whole batch's
+    budget (``budget_s`` × batch size) and records every case of it as an error."""

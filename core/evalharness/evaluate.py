@@ -8,17 +8,21 @@ verdicts and its failure attribution (:mod:`evalharness.verdicts`).
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
 import math
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from evalharness import verdicts
 from evalharness.context import EvalContext
-from evalharness.errors import PluginError
+from evalharness.errors import USER_CODE_ERRORS, describe
+from evalharness.execution import start_daemon
+from evalharness.judge.base import LEDGER
 from evalharness.models import Case, CaseResult, ComponentResult, MetricValue, Trace
 from evalharness.scenario import ConfiguredEvaluator, Scenario
 
@@ -67,21 +71,23 @@ def evaluate_batch(
     # Evaluators that wait on the judge run side by side, so the judge's concurrency limit is
     # filled across metrics (faithfulness's second round overlaps relevancy's embeddings);
     # the others run here, in order. Results are merged in configuration order either way.
-    def run(call: _Call):
-        return _call(scenario, call.hook, call.configured, call.batch, call.context, warned)
+    def run(call: _Call) -> _Outcome:
+        return _call(scenario, call, warned)
 
     judged = {n for n, c in enumerate(calls)
               if c.configured.evaluator.needs_judge and context.judge is not None}
-    with ThreadPoolExecutor(max_workers=max(1, len(judged))) as pool:
-        futures = {n: pool.submit(run, calls[n]) for n in judged}
-        outputs = {n: run(c) for n, c in enumerate(calls) if n not in judged}
-        outputs.update({n: future.result() for n, future in futures.items()})
+    futures = {n: start_daemon(run, calls[n]) for n in judged} if len(judged) > 1 else {}
+    outputs = {n: run(c) for n, c in enumerate(calls) if n not in futures}
+    outputs.update({n: future.result() for n, future in futures.items()})
     for n, call in enumerate(calls):
-        for (i, _, _), row in zip(call.applicable, outputs[n], strict=True):
+        rows, notes = outputs[n]
+        for (i, _, _), row in zip(call.applicable, rows, strict=True):
             target = results[i].components[call.component]
             for metric, value in row.items():
                 target.metrics[metric] = value
                 target.evaluators[metric] = call.configured.name
+        for i, note in notes:
+            results[call.applicable[i][0]].warnings.append(note)
     # Verdicts and attribution read only this case's metrics, so they are stored with it.
     return verdicts.apply(scenario, results)
 
@@ -109,38 +115,122 @@ def _step_of(trace: Trace, component: str, model: type[BaseModel]) -> tuple[Any,
         return None, f"invalid {component} step: field `{where}`: {first['msg']}"
 
 
-def _call(scenario: Scenario, hook: str, configured: ConfiguredEvaluator,
-          batch: list[tuple[Case, Any]], ctx: EvalContext, warned: set[str]
-          ) -> list[dict[str, MetricValue]]:
+_Outcome = tuple[list[dict[str, MetricValue]], list[tuple[int, str]]]
+"""An evaluator's rows for a batch, and notes ``(batch index, warning)`` for the results."""
+
+
+def _call(scenario: Scenario, call: _Call, warned: set[str]) -> _Outcome:
+    """Call one evaluator on one batch. Whatever the plugin does — raise, call ``sys.exit()``,
+    overrun its budget, answer in the wrong shape or with evidence that is not JSON — the
+    outcome is one row of every declared metric per case: the plugin's values, or errors
+    naming the plugin and the problem. The judge requests it made are accounted either way."""
+    configured, batch = call.configured, call.batch
     label = f"evaluator {configured.name!r} of plugin {configured.plugin!r}"
+    ledger: list[Any] = []
+    context = call.context
+    if configured.budget_s is not None:
+        context = dataclasses.replace(context, budget_s=configured.budget_s)
+
+    def hook() -> Any:
+        token = LEDGER.set(ledger)
+        try:
+            return scenario.host.call_for_plugin(
+                call.hook, configured.plugin, evaluator=configured.name, batch=batch,
+                settings=configured.settings, context=context)
+        finally:
+            LEDGER.reset(token)
+
     try:
-        rows = scenario.host.call_for_plugin(
-            hook, configured.plugin, evaluator=configured.name, batch=batch,
-            settings=configured.settings, context=ctx)
-    except Exception as exc:  # a broken evaluator must not lose the rest of the run
-        reason = f"{label} raised {type(exc).__name__}: {exc}"
+        if configured.budget_s is None:
+            rows = hook()
+        else:
+            limit = configured.budget_s * len(batch) + BUDGET_GRACE_S
+            try:
+                rows = start_daemon(hook).result(timeout=limit)
+            except concurrent.futures.TimeoutError:
+                raise _Problem(
+                    f"{label} overran its budget: budget_s = {configured.budget_s:g} s per case, "
+                    f"{limit:g} s for this batch of {len(batch)}; the call was abandoned") from None
+        out = _checked(rows, configured, batch, label, call.hook)
+        notes = _capped(out, scenario.spec.max_details_bytes, label)
+    except (_Problem, *USER_CODE_ERRORS) as exc:
+        reason = str(exc) if isinstance(exc, _Problem) else \
+            f"{label} raised {describe(exc)}"
         if label not in warned:
             warned.add(label)
             print(f"warning: {reason}; its metrics are recorded as errors", file=sys.stderr)
-        return [{m: MetricValue.failed(reason) for m in configured.metrics} for _ in batch]
-    if rows is None:
-        raise PluginError(f"{label} returned nothing from hook {hook!r} for component "
-                          f"{configured.component!r}; it must return one dict of metric values "
-                          "per batch item")
+        out = [{m: MetricValue.failed(reason) for m in configured.metrics} for _ in batch]
+        notes = []
+    _account(out, ledger, configured.metrics)
+    return out, notes
+
+
+BUDGET_GRACE_S = 1.0
+"""Added to a batch's budget (``budget_s`` × cases) before the core abandons the call: the
+plugin's own per-case budget checks get to answer first."""
+
+
+class _Problem(Exception):  # noqa: N818 - carries the reason recorded for every case
+    """An evaluator's answer the core cannot use; the message is the recorded reason."""
+
+
+def _checked(rows: Any, configured: ConfiguredEvaluator, batch: Sequence[tuple[Case, Any]],
+             label: str, hook: str) -> list[dict[str, MetricValue]]:
+    """The plugin's rows as ``MetricValue``s, or :class:`_Problem` naming what is wrong."""
     if not isinstance(rows, list) or len(rows) != len(batch):
-        got = len(rows) if isinstance(rows, list) else type(rows).__name__
-        raise PluginError(f"{label} returned {got} rows for a batch of {len(batch)}; it must "
-                          "return one dict of metric values per batch item, in order")
+        got = (f"{len(rows)} rows" if isinstance(rows, list) else
+               "nothing" if rows is None else f"a {type(rows).__name__}")
+        raise _Problem(f"{label} returned {got} from hook {hook!r} for a batch of {len(batch)}; "
+                       "it must return one dict of metric values per batch item, in order")
     expected = set(configured.metrics)
     out = []
     for (case, _), row in zip(batch, rows, strict=True):
         if not isinstance(row, dict) or set(row) != expected:
-            keys = sorted(row) if isinstance(row, dict) else type(row).__name__
-            raise PluginError(f"{label} returned metrics {keys} for case {case.id!r}; it "
-                              f"declared {sorted(expected)} and must return exactly those "
-                              "(use MetricValue.failed(reason) where one cannot be computed)")
+            keys = sorted(map(str, row)) if isinstance(row, dict) else type(row).__name__
+            raise _Problem(f"{label} returned metrics {keys} for case {case.id!r}; it declared "
+                           f"{sorted(expected)} and must return exactly those (use "
+                           "MetricValue.failed(reason) where one cannot be computed)")
         out.append({m: _coerce(v, label) for m, v in row.items()})
+    try:
+        to_json([[v.details for v in row.values()] for row in out])
+    except PydanticSerializationError as exc:
+        if "surrogates not allowed" not in str(exc):  # unencodable text is scrubbed at write
+            raise _Problem(f"{label} returned evidence (MetricValue.details) that is not JSON: "
+                           f"{_where_not_json(out, batch)}; use str, int, float, bool, None, "
+                           "lists and dicts (e.g. int(x) for a numpy integer)") from None
     return out
+
+
+def _where_not_json(out: list[dict[str, MetricValue]], batch: Sequence[tuple[Case, Any]]) -> str:
+    for (case, _), row in zip(batch, out, strict=True):
+        for metric, value in row.items():
+            for key, item in value.details.items():
+                try:
+                    to_json(item)
+                except PydanticSerializationError as exc:
+                    if "surrogates not allowed" in str(exc):
+                        continue
+                    return (f"details[{key!r}] of {metric} for case {case.id!r} holds a "
+                            f"{_first_alien(item)}")
+    return "a value pydantic cannot encode"
+
+
+def _first_alien(value: Any) -> str:
+    if isinstance(value, dict):
+        value = next((v for v in value.values() if _alien(v)), value)
+    elif isinstance(value, list | tuple):
+        value = next((v for v in value if _alien(v)), value)
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else \
+        kind.__qualname__
+
+
+def _alien(value: Any) -> bool:
+    try:
+        to_json(value)
+        return False
+    except PydanticSerializationError:
+        return True
 
 
 def _coerce(value: Any, label: str) -> MetricValue:
@@ -150,5 +240,73 @@ def _coerce(value: Any, label: str) -> MetricValue:
         if not math.isfinite(float(value)):
             return MetricValue.failed(f"{label} returned {value!r}, not a finite number")
         return MetricValue.of(value)
-    raise PluginError(f"{label} returned {type(value).__name__} as a metric value; return "
-                      "MetricValue.of(x), MetricValue.failed(reason), or a number")
+    raise _Problem(f"{label} returned {type(value).__name__} as a metric value; return "
+                   "MetricValue.of(x), MetricValue.failed(reason), or a number")
+
+
+def _account(rows: list[dict[str, MetricValue]], ledger: list[Any], metrics: list[str]) -> None:
+    """Make every judge request the evaluator made count once: judgments it made but did not
+    store with a value (it raised, or keeps no records) are stored with the first case's first
+    metric, so the report's judge usage equals what the judge endpoint received."""
+    if not ledger or not rows:
+        return
+    stored = {r.get("id") for row in rows for v in row.values()
+              for r in v.details.get("judgments") or () if isinstance(r, dict)}
+    missing = [item.record() for item in ledger if getattr(item, "id", None) not in stored]
+    if missing:
+        first = rows[0][metrics[0]]
+        first.details = {**first.details,
+                         "judgments": [*(first.details.get("judgments") or []), *missing]}
+
+
+def _capped(rows: list[dict[str, MetricValue]], cap: int, label: str) -> list[tuple[int, str]]:
+    """Cut the evidence of values whose ``details`` exceed ``cap`` bytes of JSON (texts and
+    lists shortened, judgment accounting kept); notes for the cases that were cut."""
+    if len(to_json([[v.details for v in row.values()] for row in rows])) <= cap:
+        return []
+    notes = []
+    for i, row in enumerate(rows):
+        for metric, value in row.items():
+            size = len(to_json(value.details))
+            if size > cap:
+                value.details = cut_details(value.details, cap)
+                notes.append((i, f"{label}: the evidence of {metric} was {size:,} bytes, cut to "
+                                 f"at most {cap:,} (max_details_bytes)"))
+    return notes
+
+
+def cut_details(details: dict[str, Any], cap: int) -> dict[str, Any]:
+    """``details`` shortened to at most ``cap`` bytes of JSON: long texts cut, long lists
+    shortened (never the ``judgments`` records, which carry the judge's accounting: only their
+    texts are cut), with ``truncated`` saying from what size.
+
+    >>> cut = cut_details({"claims": ["x" * 5000] * 400, "n": 3}, 10_000)
+    >>> len(to_json(cut)) <= 10_000, cut["n"], cut["truncated"]["bytes"] > 2_000_000
+    (True, 3, True)
+    """
+    size = len(to_json(details))
+    for chars, items in ((2000, 200), (500, 50), (120, 10), (40, 3)):
+        cut = {k: _cut(v, chars, items, keep=(k == "judgments")) for k, v in details.items()}
+        cut["truncated"] = {"bytes": size, "cap": cap, "texts_cut_to_chars": chars,
+                            "lists_cut_to_items": items}
+        if len(to_json(cut)) <= cap:
+            return cut
+    return {"truncated": {"bytes": size, "cap": cap, "note": "the evidence was too large to keep"},
+            "judgments": [{k: r.get(k) for k in ("id", "kind", "requests", "cached", "shared",
+                                                 "prompt_tokens", "completion_tokens", "model",
+                                                 "backend", "error")}
+                          for r in details.get("judgments") or [] if isinstance(r, dict)]}
+
+
+def _cut(value: Any, chars: int, items: int, keep: bool = False) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= chars else \
+            f"{value[:chars]}… [cut: {len(value):,} characters]"
+    if isinstance(value, dict):
+        return {k: _cut(v, chars, items) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        kept = [_cut(v, chars, items) for v in (value if keep else value[:items])]
+        if not keep and len(value) > items:
+            kept.append(f"… [cut: {len(value):,} items]")
+        return kept
+    return value

@@ -145,9 +145,10 @@ def evaluate_router(
     :param batch: ``(case, step)`` pairs; ``case.gold.routes`` is the gold route set.
     :param settings: the evaluator's settings, an instance of its settings model.
     :param context: the run's :class:`evalharness.context.EvalContext` (judge, database,
-        corpus, pipeline).
+        corpus, pipeline; ``budget_s``, the seconds the evaluator may spend per case).
     :returns: one ``{metric: MetricValue}`` per batch item, in batch order. First non-``None``
-        result wins.
+        result wins. Anything else — or an exception, or ``sys.exit()`` — is recorded as
+        every declared metric's error for the batch, naming the plugin; the run goes on.
 
     Example::
 

@@ -283,13 +283,19 @@ def _header(report: Report, colours: dict[str, str]) -> str:
                     f'{cases["system_errors"]} cases failed in the system under test</b>: their '
                     "components did not run and are in no mean below (see "
                     "<code>trace.error</code> in results.jsonl).</div></div>")
+    for warning in report.warnings:
+        head.append(f'<div class="banner warn"><span class="icon">!</span><div>{e(warning)}'
+                    "</div></div>")
     head.append(f'<div class="kpis">{_kpis(report, colours)}</div>')
     if report.gates:
         gates = []
         for g in report.gates:
             mark, cls = ("✓", "ok") if g.passed else ("✗", "bad")
-            gates.append(f'<li class="{cls}"><span class="mark">{mark}</span> <code>{e(g.name)}'
-                         f"</code> <span class=\"muted\">value {e(_num(g.value))}</span></li>")
+            errors = f", {g.errors} of {g.n} errors" if g.errors else ""
+            why = f" — {e(g.reason)}" if not g.passed and g.reason else ""
+            gates.append(f'<li class="{cls}" title="{e(g.reason or "passes")}"><span '
+                         f'class="mark">{mark}</span> <code>{e(g.name)}</code> <span '
+                         f'class="muted">value {e(_num(g.value))}{e(errors)}{why}</span></li>')
         head.append(f'<ul class="gates">{"".join(gates)}</ul>')
     head.append("</section>")
     return "\n".join(head)

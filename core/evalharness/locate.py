@@ -25,28 +25,60 @@ def load_yaml_with_lines(text: str) -> tuple[Any, dict[Path_, int]]:
     >>> lines[("b", 1, "c")], lines[("a",)]
     (4, 1)
     """
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
+        lines: dict[Path_, int] = {}
+        if node is not None:
+            _walk(node, (), lines, [MAX_VALUES])
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _walk(node, (), lines)
     return data, lines
 
 
-def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
+MAX_VALUES = 100_000
+"""Most values a scenario file may expand to. Anchors and aliases let a few lines stand for
+billions of values (the "billion laughs"); a scenario needs a few hundred."""
+
+
+class YAMLRefused(yaml.constructor.ConstructorError):
+    """A YAML document that parses but that evalharness refuses (a key given twice, an
+    expansion bomb); its ``problem`` says why."""
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML forbids it;
+    PyYAML silently keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = key_node.value
+                if key in seen:
+                    raise YAMLRefused(
+                        None, None, f"key {key!r} appears twice in one mapping (first on line "
+                        f"{seen[key]}); each key may appear once", key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], budget: list[int]) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise YAMLRefused(
+            None, None, f"the document expands to more than {MAX_VALUES} values (through "
+            "anchors and aliases?); a scenario is far smaller", node.start_mark)
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value
             lines[path + (key,)] = key_node.start_mark.line + 1
-            _walk(value_node, path + (key,), lines)
+            _walk(value_node, path + (key,), lines, budget)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, path + (i,), lines)
+            _walk(item, path + (i,), lines, budget)
 
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?:-\s+)*(?P<key>[^\s#:'\"{}\[\],][^:#{}\[\]]*?)\s*:(\s|$)")

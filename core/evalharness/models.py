@@ -8,9 +8,11 @@ Every model is pydantic v2, every field is documented (the text shows up in
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticSerializationError
 
 SCHEMA_VERSION = "1"
 """Version of the on-disk formats (cases, traces, results.jsonl, report.json)."""
@@ -260,6 +262,9 @@ class EvaluatorRun(_Model):
     settings: dict[str, Any] = Field(default_factory=dict)
     """The evaluator's settings, defaults filled in."""
 
+    budget_s: float | None = None
+    """Seconds the evaluator could spend per case (its ``budget_s`` in the scenario)."""
+
 
 class ComponentResult(_Model):
     """All metric values of one component for one case."""
@@ -353,6 +358,64 @@ class CaseResult(_Model):
 
     attribution: Attribution | None = None
     """Which component the case's failure starts at (``null`` without an end-to-end verdict)."""
+
+    warnings: list[str] = Field(default_factory=list)
+    """What was changed to record this case: text that is not valid Unicode replaced, evidence
+    (``details``) cut to the size cap, values that are not JSON written as text."""
+
+    def to_line(self) -> str:
+        """This result as one line of ``results.jsonl`` (no newline). Never fails: text
+        that cannot be encoded (an unpaired surrogate such as ``"\\ud800"``, valid in JSON
+        but not in UTF-8) is replaced by U+FFFD, and a value that is not JSON by its
+        ``repr``, each noted in ``warnings``.
+
+        >>> r = CaseResult(case=Case(id="c", question="q"),
+        ...                trace=Trace(case_id="c", generator={"answer": "caf\\ud800"}))
+        >>> import json
+        >>> back = json.loads(r.to_line())
+        >>> back["trace"]["generator"]["answer"], back["warnings"]
+        ('caf\ufffd', ['replaced text that is not valid Unicode (an unpaired surrogate) by U+FFFD at trace.generator.answer'])
+        """
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:
+            pass
+        notes: list[str] = []
+        data = _scrubbed(self.model_dump(mode="python"), (), notes)
+        fixed = CaseResult.model_validate(data)
+        fixed.warnings = [*self.warnings, *notes]
+        return fixed.model_dump_json()
+
+
+_PLAIN = (bool, int, float, type(None))
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrubbed(value: Any, path: tuple, notes: list[str]) -> Any:
+    """``value`` with unencodable text replaced and non-JSON values as text (see
+    :meth:`CaseResult.to_line`); what was changed is appended to ``notes``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            notes.append("replaced text that is not valid Unicode (an unpaired surrogate) by "
+                         f"U+FFFD at {_dotted(path)}")
+            return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrubbed(str(k), path, notes): _scrubbed(v, (*path, k), notes)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed(v, (*path, i), notes) for i, v in enumerate(value)]
+    if isinstance(value, _PLAIN):
+        return value
+    notes.append(f"wrote a {type(value).__name__} value that is not JSON as text at "
+                 f"{_dotted(path)}")
+    return repr(value)
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -460,7 +523,24 @@ class GateResult(_Model):
     """The metric's mean in this run (``null`` if it could not be computed)."""
 
     passed: bool
-    """Whether the gate holds."""
+    """Whether the gate holds: the comparison holds *and* at most ``max_error_rate`` of the
+    cases behind the value are errors."""
+
+    n: int = 0
+    """Cases behind the gate: those with a value and those with an error."""
+
+    errors: int = 0
+    """Cases where the metric could not be computed: an error value, an invalid step, or a
+    system that failed for the case (a value computed on the survivors cannot pass a gate)."""
+
+    error_rate: float | None = None
+    """``errors / n`` (``null`` when ``n`` is 0)."""
+
+    max_error_rate: float = 0.05
+    """The largest error rate at which the gate can still pass (per gate in the scenario)."""
+
+    reason: str | None = None
+    """Why the gate fails, when it does."""
 
 
 class CriteriaReport(_Model):
@@ -683,6 +763,10 @@ class Report(_Model):
 
     sections: list[dict[str, Any]] = Field(default_factory=list)
     """Extra report sections contributed by plugins."""
+
+    warnings: list[str] = Field(default_factory=list)
+    """What the run noticed that a reader should know: repeated result lines ignored, trace
+    steps of components the pipeline does not have, cases recorded with warnings."""
 
     run: dict[str, Any] = Field(default_factory=dict)
     """When and how the run happened (start time, duration, concurrency); differs per run."""

@@ -37,10 +37,20 @@ from typing import Any
 
 from evalharness.context import EvalContext
 from evalharness.errors import NoOracle
+from evalharness.evaluate import evaluate_batch
+from evalharness.execution import (
+    END,
+    STOP,
+    StopSignal,
+    batches_in_flight,
+    call_system,
+    evaluate_stream,
+)
 from evalharness.judge.base import judge_usage
 from evalharness.models import Bottleneck, CaseResult, HeadroomRecord, HeadroomRow, Trace
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
+from evalharness.verdicts import criteria_for
 
 HEADROOM = "headroom.jsonl"
 PARAMETER = "overrides"
@@ -252,14 +262,14 @@ def read_records(path: Path) -> list[HeadroomRecord]:
 
 async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[..., Any],
                        results: Sequence[CaseResult], out_dir: Path, *,
-                       concurrency: int, progress: Any,
-                       call_system: Callable[..., Any], limit: int = MAX_CASES
+                       concurrency: int, progress: Any, limit: int = MAX_CASES,
+                       stop: StopSignal | None = None
                        ) -> tuple[list[tuple[str, tuple[str, ...]]], list[HeadroomRecord]]:
     """Rerun the failed cases under each oracle (skipping reruns ``headroom.jsonl`` already
-    holds); return the oracles and every record. ``call_system`` is the runner's: it calls
-    the system for each ``(tag, case, kwargs)`` and puts ``(tag, case, trace)`` on a queue.
-    Finished reruns are evaluated every ``batch_size`` of them, or after a second without a
-    new one (a slow system still shows progress, and a kill loses little)."""
+    holds); return the oracles and every record. The system is called and the reruns are
+    evaluated exactly as in the run (:mod:`evalharness.execution`): the same time limit,
+    batches of ``batch_size`` (or whatever arrived after a quiet second), the same stop
+    signal."""
     path = out_dir / HEADROOM
     done = {(r.oracle, r.case_id): r for r in read_records(path)}
     oracles, jobs, skipped = plan(scenario, context, results, limit)
@@ -275,50 +285,52 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
             return oracles, records
         progress.start(len(jobs), len(jobs) - len(pending), label="oracle reruns")
         queue: asyncio.Queue = asyncio.Queue()
+        if stop is not None:
+            stop.on_request(lambda: queue.put_nowait(STOP))
         options = scenario.system.options if scenario.system is not None else {}
         calls = [(n, results[j.case_index].case, {**options, PARAMETER: j.overrides})
                  for n, j in enumerate(pending)]
-        producer = asyncio.create_task(call_system(func, calls, concurrency, queue))
+        timeout_s = scenario.system.timeout_s if scenario.system is not None else None
+
+        async def produce() -> None:
+            try:
+                await call_system(func, calls, concurrency, queue, timeout_s=timeout_s)
+            finally:
+                queue.put_nowait(END)
+
+        needed = criteria_for(scenario).needed()
+
+        def evaluate(buffer: list) -> list[HeadroomRecord]:
+            # only the evaluators the verdicts read: the rest would cost judge requests for
+            # nothing
+            evaluated = evaluate_batch(scenario, context,
+                                       [(case, trace) for _, case, trace in buffer],
+                                       warned=set(), only=needed)
+            return [record_of(pending[n], result, trace)
+                    for (n, _, trace), result in zip(buffer, evaluated, strict=True)]
+
+        def write(buffer: list, new: list[HeadroomRecord]) -> None:
+            sink.write("".join(r.model_dump_json() + "\n" for r in new))
+            sink.flush()
+            os.fsync(sink.fileno())
+            records.extend(new)
+            progress.advance(len(buffer))
+
+        producer = asyncio.create_task(produce())
         try:
-            buffer: list[tuple[int, Any, Trace]] = []
-            received = 0
-            while received < len(pending):
-                try:
-                    buffer.append(await asyncio.wait_for(queue.get(), timeout=1.0))
-                    received += 1
-                    due = len(buffer) >= scenario.spec.batch_size or received == len(pending)
-                except TimeoutError:
-                    due = bool(buffer)  # a second without a new rerun: evaluate what is here
-                if due:
-                    records += _evaluate(scenario, context, pending, buffer, sink)
-                    progress.advance(len(buffer))
-                    buffer.clear()
-            await producer
+            stopped = await evaluate_stream(
+                queue, evaluate=evaluate, write=write, batch_size=scenario.spec.batch_size,
+                flush_seconds=1.0, drain_on_stop=True,
+                in_flight=batches_in_flight(context.judge, scenario.spec.batch_size))
         finally:
             if not producer.done():
                 producer.cancel()
                 with contextlib.suppress(BaseException):
                     await producer
             progress.stop()
+        if stopped:
+            raise asyncio.CancelledError
     return oracles, records
-
-
-def _evaluate(scenario: Scenario, context: EvalContext, pending: list[Job],
-              buffer: list[tuple[int, Any, Trace]], sink) -> list[HeadroomRecord]:
-    from evalharness.evaluate import evaluate_batch
-    from evalharness.verdicts import criteria_for
-
-    # only the evaluators the verdicts read: the rest would cost judge requests for nothing
-    evaluated = evaluate_batch(scenario, context, [(case, trace) for _, case, trace in buffer],
-                               warned=set(), only=criteria_for(scenario).needed())
-    out = []
-    for (n, _, trace), result in zip(buffer, evaluated, strict=True):
-        record = record_of(pending[n], result, trace)
-        sink.write(record.model_dump_json() + "\n")
-        out.append(record)
-    sink.flush()
-    os.fsync(sink.fileno())
-    return out
 
 
 def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Sequence[str]]],

@@ -49,7 +49,8 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
             runs.append(EvaluatorRun(
                 name=configured.name, plugin=configured.plugin,
                 version=host.plugins[configured.plugin].version,
-                settings=configured.settings.model_dump(mode="json")))
+                settings=configured.settings.model_dump(mode="json"),
+                budget_s=configured.budget_s))
             for metric in configured.metrics:
                 metrics[metric] = summarise(
                     [r.components[component].metrics[metric] for r in results
@@ -63,21 +64,17 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
             metrics=metrics,
             cost=cost_of([r.trace.step(component) for r in results]),
             evaluators=runs,
-            judge=_sum_usage([m.judge for m in metrics.values() if m.judge]),
+            judge=_usage_of(results, component, prices),
         )
     _shares([c.cost for c in components.values()])
-    gates = []
-    for gate in scenario.gates:
-        summary = components[gate.component].metrics[gate.metric]
-        gates.append(GateResult(name=gate.name, component=gate.component, metric=gate.metric,
-                                op=gate.op, threshold=gate.threshold, value=summary.mean,
-                                passed=gate.check(summary.mean)))
+    gates = [gate_result(gate, components[gate.component].metrics[gate.metric], results)
+             for gate in scenario.gates]
     criteria = verdicts.criteria_for(scenario)
     stale = [r for r in results if not r.verdicts and r.end_to_end is None]
     if stale:  # results written before verdicts existed: judge them now, the same way
         verdicts.apply(scenario, stale, criteria)
     judge = outcome.context.judge.identity() if outcome.context.judge else {"backend": None}
-    judge["usage"] = _sum_usage([c.judge for c in components.values() if c.judge])
+    judge["usage"] = _usage_of(results, None, prices)
     report = Report(
         scenario={"name": scenario.name, "path": str(scenario.path),
                   "sha256": scenario.sha256},
@@ -91,6 +88,9 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         gates=gates,
         verdict_criteria=criteria.report(),
         bottleneck=attribution.summarise(results, criteria.judged()),
+        warnings=[*getattr(outcome, "warnings", []),
+                  *getattr(outcome.context.judge, "warnings", []),
+                  *run_warnings(scenario, results)],
         run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
     )
@@ -101,6 +101,98 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
     for plugin in sorted(host.plugins):
         report.sections.extend(_sections_of(host, plugin, report, results))
     return report
+
+
+def gate_result(gate: Any, summary: MetricSummary, results: Sequence[CaseResult]
+                ) -> GateResult:
+    """A gate's outcome. Its value is the metric's mean, and its errors are every case the
+    mean could not count: an error value, an invalid step, or a system that failed for the
+    case — a mean over the survivors must not pass a gate.
+
+    >>> from evalharness.scenario import parse_gate
+    >>> from evalharness.models import Case, ComponentResult, Trace
+    >>> def result(i, value):
+    ...     metric = MetricValue.of(value) if value is not None else MetricValue.failed("x")
+    ...     return CaseResult(case=Case(id=f"c{i}", question="q"), trace=Trace(case_id=f"c{i}"),
+    ...         components={"generator": ComponentResult(status="evaluated",
+    ...                                                   metrics={"faithfulness": metric})})
+    >>> results = [result(i, 1.0) for i in range(8)] + [result(8, None), result(9, None)]
+    >>> g = gate_result(parse_gate("generator.faithfulness >= 0.9"),
+    ...                 summarise([r.components["generator"].metrics["faithfulness"]
+    ...                            for r in results], "f"), results)
+    >>> g.value, g.errors, g.error_rate, g.passed
+    (1.0, 2, 0.2, False)
+    >>> g.reason
+    '2 of 10 cases (20%) are errors, above max_error_rate 5%: the mean covers only the rest'
+    """
+    if summary.scope == "run":
+        errors, n = summary.errors, summary.n + summary.errors
+        failed_systems = sum(1 for r in results if r.trace.error)
+        errors += failed_systems
+        n += failed_systems
+    else:
+        errors = n = 0
+        for r in results:
+            comp = r.components.get(gate.component)
+            value = comp.metrics.get(gate.metric) if comp is not None else None
+            if value is not None:
+                n += 1
+                errors += value.error is not None
+            elif r.trace.error or (comp is not None and comp.status == "error"):
+                n += 1
+                errors += 1
+    rate = errors / n if n else None
+    holds = gate.check(summary.mean)
+    too_many = rate is not None and rate > gate.max_error_rate
+    reason = None
+    if summary.mean is None:
+        reason = "the metric could not be computed for any case"
+    elif too_many:
+        reason = (f"{errors} of {n} cases ({pct(rate)}) are errors, above max_error_rate "
+                  f"{pct(gate.max_error_rate)}: the mean covers only the rest")
+    elif not holds:
+        reason = f"{fmt(summary.mean)} is not {gate.op} {gate.threshold:g}"
+    return GateResult(name=gate.name, component=gate.component, metric=gate.metric,
+                      op=gate.op, threshold=gate.threshold, value=summary.mean,
+                      passed=holds and not too_many, n=n, errors=errors, error_rate=rate,
+                      max_error_rate=gate.max_error_rate, reason=reason)
+
+
+def _usage_of(results: Sequence[CaseResult], component: str | None, prices: dict | None
+              ) -> dict | None:
+    """Judge usage of one component (or of the whole run): the judgment records stored with
+    its metric values, each counted once however many metrics share it."""
+    records = [r for result in results
+               for name, comp in result.components.items()
+               if component is None or name == component
+               for value in comp.metrics.values()
+               for r in value.details.get("judgments") or () if isinstance(r, dict)]
+    return judge_usage(records, prices) if records else None
+
+
+def run_warnings(scenario: Scenario, results: Sequence[CaseResult]) -> list[str]:
+    """What the results show that a reader must not miss: steps of components the pipeline
+    does not have (never evaluated), and cases recorded with warnings."""
+    out = []
+    unknown: Counter[str] = Counter()
+    components = set(scenario.pipeline.components)
+    for r in results:
+        for name in ("router", "text2sql", "retriever", "generator"):
+            if name not in components and getattr(r.trace, name) is not None:
+                unknown[name] += 1
+        for name in r.trace.steps:
+            if name not in components:
+                unknown[name] += 1
+    for name, n in sorted(unknown.items()):
+        out.append(f"{n_cases(n)} have a {name!r} step, but the pipeline has no component "
+                   f"{name!r}: it is not evaluated (add it under `pipeline:`, or check its "
+                   "name)")
+    warned = [r for r in results if r.warnings]
+    if warned:
+        first = warned[0]
+        out.append(f"{n_cases(len(warned))} were recorded with warnings (see `warnings` in "
+                   f"results.jsonl), e.g. {first.case.id!r}: {first.warnings[0]}")
+    return out
 
 
 def _add_headroom(report: Report, outcome: RunOutcome) -> None:
@@ -305,9 +397,20 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def md_text(text: Any) -> str:
+    """Free text (a reason, an id, an answer quoted in one) made inert in Markdown: ``<`` is
+    escaped, so no tag (``<script>``) opens in any renderer, and a table cell stays one cell.
+
+    >>> md_text("<script>alert(1)</script> | needs >= 1\\nnext")
+    '&lt;script>alert(1)&lt;/script> \\\\| needs >= 1 next'
+    """
+    return (str(text).replace("<", "&lt;").replace("|", "\\|").replace("\r", " ")
+            .replace("\n", " "))
+
+
 def render_markdown(report: Report) -> str:
     """``report.md``: the same content as report.json, for people."""
-    lines = [f"# evalharness report: {report.scenario['name']}", ""]
+    lines = [f"# evalharness report: {md_text(report.scenario['name'])}", ""]
     lines += [
         f"- Scenario: `{report.scenario['path']}` (sha256 `{report.scenario['sha256'][:12]}`)",
         f"- Judge: **{report.judge.get('label', report.judge.get('backend'))}**"
@@ -319,6 +422,8 @@ def render_markdown(report: Report) -> str:
         *([f"> **{report.cases['system_errors']} cases failed in the system under test**: "
            "their components did not run and are in no mean below (see `trace.error` in "
            "results.jsonl).", ""] if report.cases["system_errors"] else []),
+        *[f"> **Warning:** {md_text(w)}" for w in report.warnings],
+        *([""] if report.warnings else []),
         "## Metrics per component",
         "",
         "Each component is scored on its own ground truth; scores are never combined. "
@@ -341,7 +446,7 @@ def render_markdown(report: Report) -> str:
         lines += ["", "### Why some metrics could not be computed", ""]
         for name, metric, s in errors:
             for reason, count in s.error_reasons.items():
-                lines.append(f"- `{name}.{metric}` × {count}: {reason}")
+                lines.append(f"- `{name}.{metric}` × {count}: {md_text(reason)}")
     if report.bottleneck is not None:
         lines += ["", *render_bottleneck(report)]
     lines += ["", "## Latency and tokens per component", "",
@@ -373,9 +478,14 @@ def render_markdown(report: Report) -> str:
             lines += ["", f"The oracle reruns (headroom) asked the judge too: "
                           f"{usage_line(report.judge['headroom_usage'])}."]
     if report.gates:
-        lines += ["", "## Gates", "", "| gate | value | result |", "|---|---:|---|"]
+        lines += ["", "## Gates", "",
+                  "A gate fails when its condition does not hold, or when more of its cases "
+                  "are errors than its `max_error_rate` allows.", "",
+                  "| gate | value | errors | result |", "|---|---:|---:|---|"]
         for g in report.gates:
-            lines.append(f"| `{g.name}` | {fmt(g.value)} | {'pass' if g.passed else '**FAIL**'} |")
+            result = "pass" if g.passed else f"**FAIL**: {md_text(g.reason or '')}"
+            errors = f"{g.errors} of {g.n}" + (f" (max {pct(g.max_error_rate)})" if g.n else "")
+            lines.append(f"| `{g.name}` | {fmt(g.value)} | {errors} | {result} |")
     for section in report.sections:
         lines += ["", f"## {section['title']}", "", section["markdown"]]
     lines += ["", "## Evaluators and settings", ""]
@@ -551,7 +661,7 @@ def render_bottleneck(report: Report) -> list[str]:
             lines.append(f"**{component}**")
             lines.append("")
             for w in cases:
-                lines.append(f"- `{w.case}`: {w.reason}")
+                lines.append(f"- `{md_text(w.case)}`: {md_text(w.reason)}")
             lines.append("")
         lines.pop()
     return lines

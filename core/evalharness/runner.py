@@ -28,10 +28,19 @@ from pydantic import ValidationError
 
 from evalharness import oracle
 from evalharness.context import Database, EvalContext, build_sqlite, load_corpus
-from evalharness.errors import InputError, RunError, ScenarioError
+from evalharness.errors import USER_CODE_ERRORS, InputError, RunError, ScenarioError, describe
 from evalharness.evaluate import evaluate_batch
+from evalharness.execution import (
+    END,
+    STOP,
+    StopSignal,
+    batches_in_flight,
+    call_system,
+    evaluate_stream,
+)
 from evalharness.importing import import_file
-from evalharness.models import Case, CaseResult, HeadroomRecord, Trace
+from evalharness.lock import RunLock
+from evalharness.models import CaseResult, HeadroomRecord, Trace
 from evalharness.scenario import Scenario
 
 RESULTS = "results.jsonl"
@@ -56,6 +65,8 @@ class RunOutcome:
     """The oracles of ``headroom``: (label, components)."""
     headroom_note: str | None = None
     """Why headroom was not computed."""
+    warnings: list[str] = field(default_factory=list)
+    """What the run noticed that the report should show (see ``Report.warnings``)."""
 
     def __repr__(self) -> str:
         # Short on purpose: asyncio formats the finished run's task, result included, when
@@ -83,31 +94,58 @@ def load_system(scenario: Scenario) -> Callable[..., Any]:
     if target.endswith(".py"):
         try:
             module = import_file(scenario.base / target, "evalharness_system")
-        except Exception as exc:
+        except USER_CODE_ERRORS as exc:
             raise ScenarioError(f"{where}: importing {target!r} failed: "
-                                f"{type(exc).__name__}: {exc}") from exc
+                                f"{describe(exc)}") from None
     else:
         base = str(scenario.base)
         if base not in sys.path:
             sys.path.insert(0, base)
         try:
             module = importlib.import_module(target)
-        except Exception as exc:
+        except USER_CODE_ERRORS as exc:
             raise ScenarioError(f"{where}: cannot import module {target!r}: "
-                                f"{type(exc).__name__}: {exc}. Use `package.module:function` "
-                                "for an importable module or `path/file.py:function`") from exc
+                                f"{describe(exc)}. Use `package.module:function` "
+                                "for an importable module or `path/file.py:function`") from None
     func = getattr(module, func_name, None)
     if not callable(func):
         names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
         raise ScenarioError(f"{where}: {target!r} has no function {func_name!r}; callables "
                             f"there: {', '.join(sorted(names)[:12]) or 'none'}")
+    _check_options(scenario, func)
     return func
 
 
+def _check_options(scenario: Scenario, func: Callable[..., Any]) -> None:
+    """Every ``system.options`` key must be a keyword parameter of the system callable (one
+    it does not take would make every case a ``TypeError``)."""
+    try:
+        parameters = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return  # a builtin or C callable: nothing to check against
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    takes = [name for name, p in parameters.items()
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    for key in scenario.system.options:
+        if key not in takes or key == next(iter(parameters), None):
+            others = [n for n in takes[1:] if n != oracle.PARAMETER]
+            raise ScenarioError(
+                f"{scenario.where(('system', 'options', key))}: the system "
+                f"{scenario.system.callable} has no parameter {key!r}, so every case would fail "
+                f"with a TypeError; its keyword parameters: {', '.join(others) or 'none'}")
+
+
 def make_judge(scenario: Scenario):
-    """The scenario's judge, from its registered backend (errors name the judge block)."""
+    """The scenario's judge, from its registered backend (errors name the file, the line and
+    the judge block)."""
     backend = scenario.host.judge_backend(scenario.spec.judge.backend)
-    return backend.factory(scenario.spec.judge)
+    try:
+        return backend.factory(scenario.spec.judge)
+    except ScenarioError as exc:
+        if str(exc).startswith(str(scenario.path)):
+            raise
+        raise ScenarioError(f"{scenario.where(('judge',))}: {exc}") from None
 
 
 def prepare_context(scenario: Scenario, out_dir: Path, judge=None) -> EvalContext:
@@ -126,8 +164,35 @@ def prepare_context(scenario: Scenario, out_dir: Path, judge=None) -> EvalContex
                        pipeline=scenario.pipeline)
 
 
-def read_results(path: Path, *, repair: bool = False) -> list[CaseResult]:
-    """Read ``results.jsonl``. With ``repair``, drop a torn last line left by a kill.
+def check_resources(scenario: Scenario) -> None:
+    """What ``validate`` checks beyond the scenario file: the database build script runs (on
+    a scratch copy), the database opens, and every corpus line is a chunk."""
+    import sqlite3
+    import tempfile
+
+    if scenario.database_build is not None:
+        with tempfile.TemporaryDirectory(prefix="evalharness-validate-") as tmp:
+            build_sqlite(scenario.database_build, Path(tmp) / "check.sqlite")
+    elif scenario.database_path is not None and scenario.spec.database.engine == "sqlite":
+        try:
+            with contextlib.closing(sqlite3.connect(
+                    f"file:{scenario.database_path}?mode=ro", uri=True)) as conn:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            raise ScenarioError(f"{scenario.where(('database', 'path'))}: "
+                                f"{scenario.database_path} is not a readable SQLite database "
+                                f"({exc})") from None
+    if scenario.corpus_path is not None:
+        load_corpus(scenario.corpus_path)
+
+
+def read_results(path: Path, *, repair: bool = False, warnings: list[str] | None = None
+                 ) -> list[CaseResult]:
+    """Read ``results.jsonl``, one result per case id. With ``repair``, drop a torn last line
+    left by a kill.
+
+    A case id met again (a line repeated by hand, or by two runs on one folder before the run
+    lock existed) counts once — the first line — and is reported in ``warnings``.
 
     The file is streamed, never held whole in memory, and the strings of all results are
     shared: chunk texts, contexts, claims, reasons, SQL, keys repeat from case to case, and
@@ -142,12 +207,17 @@ def read_results(path: Path, *, repair: bool = False) -> list[CaseResult]:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _read_into(results, path, repair)
+        repeated = _read_into(results, path, repair)
     finally:
         gc.freeze()
         gc.unfreeze()
         if collecting:
             gc.enable()
+    if repeated and warnings is not None:
+        (case_id, first, again), n = repeated[0], len(repeated)
+        warnings.append(f"{path} repeats {n} case{'s' if n > 1 else ''} (e.g. {case_id!r} on "
+                        f"lines {first} and {again}); each case counts once, from its first "
+                        "line")
     if repair:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -158,8 +228,11 @@ def read_results(path: Path, *, repair: bool = False) -> list[CaseResult]:
     return results
 
 
-def _read_into(results: list[CaseResult], path: Path, repair: bool) -> None:
+def _read_into(results: list[CaseResult], path: Path, repair: bool
+               ) -> list[tuple[str, int, int]]:
     share = _Strings()
+    seen: dict[str, int] = {}
+    repeated: list[tuple[str, int, int]] = []
     with open(path, "rb") as fh:
         lineno = 0
         for raw in fh:
@@ -170,7 +243,7 @@ def _read_into(results: list[CaseResult], path: Path, repair: bool) -> None:
                 record = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 if repair and not raw.endswith(b"\n") and not fh.peek(1):
-                    return  # a torn last line: a write cut short by a kill
+                    return repeated  # a torn last line: a write cut short by a kill
                 where = (f"{exc.msg} at column {exc.colno}"
                          if isinstance(exc, json.JSONDecodeError) else str(exc))
                 raise InputError(f"{path}, line {lineno}: not valid JSON ({where}); each line "
@@ -179,12 +252,18 @@ def _read_into(results: list[CaseResult], path: Path, repair: bool) -> None:
                 raise InputError(f"{path}, line {lineno}: expected a JSON object, got "
                                  f"{type(record).__name__}")
             try:
-                results.append(CaseResult.model_validate(share.dict(record)))
+                result = CaseResult.model_validate(share.dict(record))
             except ValidationError as exc:
                 raise InputError(f"{path}, line {lineno}: not a result record "
                                  f"({exc.error_count()} problems, first: "
                                  f"{exc.errors()[0]['msg']}); was this file written by "
                                  "evalharness?") from None
+            first = seen.setdefault(result.case.id, lineno)
+            if first != lineno:
+                repeated.append((result.case.id, first, lineno))
+                continue
+            results.append(result)
+    return repeated
 
 
 class _Strings:
@@ -212,41 +291,6 @@ class _Strings:
             one = self._seen.setdefault
             return [one(v, v) if type(v) is str else self._any(v) for v in value]
         return value
-
-
-async def call_system(func, calls: list[tuple[Any, Case, dict[str, Any]]], concurrency: int,
-                      queue: asyncio.Queue) -> None:
-    """Call the system on each ``(tag, case, keyword arguments)``, at most ``concurrency`` at
-    once, and put ``(tag, case, trace)`` on ``queue`` as each finishes (an exception becomes
-    the trace's ``error``)."""
-    semaphore = asyncio.Semaphore(concurrency)
-    is_async = inspect.iscoroutinefunction(func)
-
-    async def one(tag: Any, case: Case, kwargs: dict[str, Any]) -> None:
-        async with semaphore:
-            try:
-                if is_async:
-                    out = await func(case, **kwargs)
-                else:
-                    out = await asyncio.to_thread(func, case, **kwargs)
-                trace = _as_trace(out, case)
-            except Exception as exc:
-                trace = Trace(case_id=case.id, error=f"{type(exc).__name__}: {exc}")
-            await queue.put((tag, case, trace))
-
-    await asyncio.gather(*(one(*c) for c in calls))
-
-
-def _as_trace(out: Any, case: Case) -> Trace:
-    if isinstance(out, dict):
-        out = Trace.model_validate({"case_id": case.id, **out})
-    if not isinstance(out, Trace):
-        return Trace(case_id=case.id, error=f"the system returned {type(out).__name__}, "
-                     "not a Trace (or a dict of one)")
-    if out.case_id != case.id:
-        return Trace(case_id=case.id, error=f"the system returned a trace for case "
-                     f"{out.case_id!r} while answering {case.id!r}")
-    return out
 
 
 @contextlib.contextmanager
@@ -293,13 +337,28 @@ async def _run(scenario: Scenario, out_dir: Path, *, concurrency: int | None, re
     results_path = out_dir / RESULTS
     manifest_path = out_dir / MANIFEST
     func = load_system(scenario) if scenario.system is not None else None
+    judge = make_judge(scenario)  # a judge misconfiguration fails before anything is written
+    for warning in getattr(judge, "warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    try:
+        with RunLock(out_dir):
+            return await _locked_run(scenario, out_dir, func, judge, concurrency=concurrency,
+                                     resume=resume, progress=progress,
+                                     flush_seconds=flush_seconds, headroom=headroom,
+                                     results_path=results_path, manifest_path=manifest_path)
+    finally:
+        judge.close()
+
+
+async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, *,
+                      concurrency: int | None, resume: bool, progress: Progress,
+                      flush_seconds: float, headroom: bool, results_path: Path,
+                      manifest_path: Path) -> RunOutcome:
     if not resume and results_path.is_file() and results_path.stat().st_size:
         raise RunError(f"{out_dir} already holds results ({RESULTS}); pass --resume to "
                        "continue that run, or choose another --out")
-    judge = make_judge(scenario)  # a judge misconfiguration fails before anything is written
-    out_dir.mkdir(parents=True, exist_ok=True)
     context = prepare_context(scenario, out_dir, judge)
-
+    warnings: list[str] = []
     previous: list[CaseResult] = []
     if resume:
         if not manifest_path.is_file():
@@ -308,107 +367,125 @@ async def _run(scenario: Scenario, out_dir: Path, *, concurrency: int | None, re
         manifest = json.loads(manifest_path.read_text())
         if manifest.get("inputs_sha256") != scenario.inputs_sha256:
             raise RunError(f"{out_dir} holds a run of a different version of the scenario "
-                           f"({manifest.get('scenario')}): the scenario file or a file it names "
-                           "(cases, traces, corpus, database script, system, plugins) changed "
-                           "since. --resume continues only an unchanged scenario; choose another "
-                           "--out to start afresh")
-        previous = read_results(results_path, repair=True)
+                           f"({manifest.get('scenario')}): {_changed(manifest, scenario)} "
+                           "since. --resume continues only an unchanged scenario; choose "
+                           "another --out to start afresh")
+        previous = read_results(results_path, repair=True, warnings=warnings)
         started_at = manifest.get("started_at")
     else:
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
         manifest_path.write_text(json.dumps({
             "scenario": str(scenario.path), "scenario_sha256": scenario.sha256,
-            "inputs_sha256": scenario.inputs_sha256, "started_at": started_at}, indent=2))
+            "inputs_sha256": scenario.inputs_sha256, "inputs": scenario.input_digests,
+            "started_at": started_at}, indent=2))
         results_path.write_text("")
 
     known = {c.id for c in scenario.cases}
     done = {r.case.id for r in previous if r.case.id in known}
+    del previous
     pending = [c for c in scenario.cases if c.id not in done]
     progress.start(len(scenario.cases), len(done))
     t0 = time.perf_counter()
-    interrupted = False
     warned: set[str] = set()
+    timeout_s = scenario.system.timeout_s if scenario.system is not None else None
+    hint = (f"; continue with: evalharness scenario {scenario.path} --out {out_dir} "
+            "--resume")
 
     queue: asyncio.Queue = asyncio.Queue()
-    with open(results_path, "a", encoding="utf-8") as sink:
+    with open(results_path, "a", encoding="utf-8") as sink, StopSignal(hint) as stop:
 
-        def flush(buffer: list[tuple[Case, Trace]]) -> None:
-            for result in evaluate_batch(scenario, context, buffer, warned=warned):
-                sink.write(result.model_dump_json() + "\n")
+        def evaluate(batch: list) -> list[CaseResult]:
+            return evaluate_batch(scenario, context, [item[1:] for item in batch],
+                                  warned=warned)
+
+        def write(batch: list, results: list[CaseResult]) -> None:
+            sink.write("".join(result.to_line() + "\n" for result in results))
             sink.flush()
             os.fsync(sink.fileno())
-            progress.advance(len(buffer))
-            buffer.clear()
+            progress.advance(len(batch))
 
-        async def consume(expected: int) -> None:
-            buffer: list[tuple[Case, Trace]] = []
-            received = 0
-            while received < expected:
-                try:
-                    item = await asyncio.wait_for(queue.get(), timeout=flush_seconds)
-                except TimeoutError:
-                    if buffer:
-                        flush(buffer)
-                    continue
-                buffer.append(item[1:])
-                received += 1
-                if len(buffer) >= scenario.spec.batch_size:
-                    flush(buffer)
-            if buffer:
-                flush(buffer)
-
+        stop.on_request(lambda: queue.put_nowait(STOP))
         if func is None:
             missing = "no recorded trace for this case in the traces file"
             for case in pending:
                 trace = scenario.traces.get(case.id) or Trace(case_id=case.id, error=missing)
                 queue.put_nowait((None, case, trace))
+            queue.put_nowait(END)
             producer = None
         else:
-            options = scenario.system.options
-            producer = asyncio.create_task(call_system(
-                func, [(None, case, options) for case in pending],
-                concurrency or scenario.spec.concurrency, queue))
+            producer = asyncio.create_task(_produce(
+                func, [(None, case, scenario.system.options) for case in pending],
+                concurrency or scenario.spec.concurrency, queue, timeout_s))
         try:
-            await consume(len(pending))
-            if producer is not None:
-                await producer
-        except (KeyboardInterrupt, asyncio.CancelledError):
+            interrupted = await evaluate_stream(
+                queue, evaluate=evaluate, write=write, batch_size=scenario.spec.batch_size,
+                flush_seconds=flush_seconds, drain_on_stop=func is not None,
+                in_flight=batches_in_flight(context.judge, scenario.spec.batch_size))
+        except asyncio.CancelledError:
             interrupted = True
-            if producer is not None:
+        finally:
+            if producer is not None and not producer.done():
                 producer.cancel()
                 with contextlib.suppress(BaseException):
                     await producer
-        finally:
             progress.stop()
+        if producer is not None and producer.done() and not producer.cancelled() \
+                and producer.exception() is not None:
+            raise producer.exception()
 
-    results = read_results(results_path)
-    order = {c.id: i for i, c in enumerate(scenario.cases)}
-    results = sorted((r for r in results if r.case.id in order), key=lambda r: order[r.case.id])
-    outcome = RunOutcome(out_dir=out_dir, results=results, context=context,
-                         started_at=started_at, duration_s=time.perf_counter() - t0,
-                         resumed=len(done), interrupted=interrupted)
-    try:
+        results = read_results(results_path, warnings=warnings)
+        order = {c.id: i for i, c in enumerate(scenario.cases)}
+        results = sorted((r for r in results if r.case.id in order),
+                         key=lambda r: order[r.case.id])
+        outcome = RunOutcome(out_dir=out_dir, results=results, context=context,
+                             started_at=started_at, duration_s=time.perf_counter() - t0,
+                             resumed=len(done), interrupted=interrupted, warnings=warnings)
         outcome.headroom_note = _no_headroom(scenario, func, headroom, interrupted)
         if outcome.headroom_note is None:
             try:
                 outcome.oracles, outcome.headroom = await oracle.run_headroom(
                     scenario, context, func, results, out_dir,
                     concurrency=concurrency or scenario.spec.concurrency, progress=progress,
-                    call_system=call_system, limit=oracle.limit_of(scenario.system.headroom))
-            except (KeyboardInterrupt, asyncio.CancelledError):
+                    limit=oracle.limit_of(scenario.system.headroom), stop=stop)
+            except asyncio.CancelledError:
                 outcome.interrupted = True
-                outcome.headroom_note = ("interrupted while rerunning failed cases with "
-                                         "oracles; --resume continues")
             except Exception as exc:  # the run's results stand; the report says what failed
                 outcome.oracles, outcome.headroom = [], None
                 outcome.headroom_note = (f"the oracle reruns failed ({type(exc).__name__}: "
                                          f"{exc}); the run's own results are complete")
                 print(f"warning: {outcome.headroom_note}", file=sys.stderr)
-    finally:
-        if context.judge is not None:
-            context.judge.close()
+            if stop.requested:
+                outcome.interrupted = True
+            if outcome.interrupted:
+                outcome.headroom_note = ("interrupted while rerunning failed cases with "
+                                         "oracles; --resume continues")
     outcome.duration_s = time.perf_counter() - t0
     return outcome
+
+
+async def _produce(func: Any, calls: list, concurrency: int, queue: asyncio.Queue,
+                   timeout_s: float | None) -> None:
+    """Call the system on every pending case, then mark the end of the stream."""
+    try:
+        await call_system(func, calls, concurrency, queue, timeout_s=timeout_s)
+    finally:
+        queue.put_nowait(END)
+
+
+def _changed(manifest: dict[str, Any], scenario: Scenario) -> str:
+    """What changed since the run began, from the digests run.json keeps."""
+    old = manifest.get("inputs")
+    if not isinstance(old, dict):
+        return ("the scenario file or a file it names (cases, traces, corpus, database "
+                "script, system, plugins) changed")
+    new = scenario.input_digests
+    changed = [f for f in new if f in old and old[f] != new[f]]
+    added = [f for f in new if f not in old]
+    removed = [f for f in old if f not in new]
+    parts = ([f"{f} changed" for f in changed] + [f"{f} is new" for f in added]
+             + [f"{f} is no longer named" for f in removed])
+    return ", ".join(parts[:4]) + (f" and {len(parts) - 4} more" if len(parts) > 4 else "") \
+        if parts else "the inputs changed"
 
 
 def _no_headroom(scenario: Scenario, func: Any, wanted: bool, interrupted: bool) -> str | None:

@@ -6,8 +6,10 @@ paragraph naming the file, the line, the field path, and what would be valid.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from evalharness.context import read_records
 from evalharness.errors import EvalHarnessError, ScenarioError
 from evalharness.judge.base import JudgeConfig
 from evalharness.locate import (
+    YAMLRefused,
     best_error,
     field_near,
     format_path,
@@ -43,6 +46,26 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+DEFAULT_SYSTEM_TIMEOUT_S = 300.0
+"""Default of ``system.timeout_s``: a case that takes five minutes is a hung case."""
+
+DEFAULT_MAX_ERROR_RATE = 0.05
+"""Default of a gate's ``max_error_rate``."""
+
+DEFAULT_MAX_DETAILS_BYTES = 200_000
+"""Default of ``max_details_bytes``."""
+
+
+class GateSpec(_Strict):
+    """A gate in its mapping form, with its own error-rate limit."""
+
+    gate: str
+    """The condition, ``component.metric OP number``."""
+
+    max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
+    """The largest share of the metric's cases that may be errors for the gate to pass."""
+
+
 class SystemSpec(_Strict):
     """The system under test as a Python callable."""
 
@@ -50,7 +73,13 @@ class SystemSpec(_Strict):
     """``module:function`` or ``path/to/file.py:function`` (relative to the scenario file)."""
 
     options: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments passed to the callable with each case."""
+    """Keyword arguments passed to the callable with each case (checked against its
+    parameters before the run starts)."""
+
+    timeout_s: float | None = Field(default=DEFAULT_SYSTEM_TIMEOUT_S, gt=0)
+    """Seconds the system may take for one case; past it the case is recorded as a timeout
+    error and the run goes on (a synchronous call is abandoned in its thread, an async one is
+    cancelled). ``null``: no limit."""
 
     headroom: bool | int = True
     """After the run, rerun the cases that failed end to end with each component's output
@@ -147,8 +176,10 @@ class ScenarioFile(_Strict):
         default_factory=dict)
     """Component name -> evaluators to run, each a name or ``{name: {setting: value}}``."""
 
-    gates: list[str] = Field(default_factory=list)
-    """Conditions the run must meet, e.g. ``retriever.recall@5 >= 0.8``."""
+    gates: list[str | GateSpec] = Field(default_factory=list)
+    """Conditions the run must meet, e.g. ``retriever.recall@5 >= 0.8``; a gate also fails
+    when more than 5% of its metric's cases are errors (``{gate: ..., max_error_rate: 0.1}``
+    sets that per gate)."""
 
     verdicts: dict[str, str | list[str]] = Field(default_factory=dict)
     """Component name (or ``end_to_end``) -> the criterion, or list of criteria that must all
@@ -159,11 +190,15 @@ class ScenarioFile(_Strict):
     plugins: list[str] = Field(default_factory=list)
     """Local plugin files to load, relative to the scenario file."""
 
-    concurrency: int = Field(default=4, ge=1, le=256)
+    concurrency: int = Field(default=4, ge=1, le=256, strict=True)
     """How many cases the system handles at once."""
 
-    batch_size: int = Field(default=32, ge=1)
+    batch_size: int = Field(default=32, ge=1, strict=True)
     """How many finished cases are evaluated together."""
+
+    max_details_bytes: int = Field(default=DEFAULT_MAX_DETAILS_BYTES, ge=1000, strict=True)
+    """Largest evidence (``details``) one metric value may store, in bytes of JSON; longer
+    texts and lists in it are cut, and the value says so (``details.truncated``)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> ScenarioFile:
@@ -190,6 +225,7 @@ class Gate:
     metric: str
     op: str
     threshold: float
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
 
     def check(self, value: float | None) -> bool:
         if value is None:
@@ -213,7 +249,7 @@ def parse_criterion(text: str, component: str) -> Gate | None:
     have that shape. The criterion's name is the text as written.
 
     >>> parse_criterion("recall@5 >= 0.8", "retriever")
-    Gate(name='recall@5 >= 0.8', component='retriever', metric='recall@5', op='>=', threshold=0.8)
+    Gate(name='recall@5 >= 0.8', component='retriever', metric='recall@5', op='>=', threshold=0.8, max_error_rate=0.05)
     >>> parse_criterion("retriever.recall@5 >= 0.8", "retriever").metric
     'recall@5'
     >>> parse_criterion("recall@5 is high", "retriever") is None
@@ -233,7 +269,7 @@ def parse_gate(text: str) -> Gate | None:
     """Parse ``component.metric OP number``; ``None`` if it does not have that shape.
 
     >>> parse_gate("retriever.recall@5 >= 0.8")
-    Gate(name='retriever.recall@5 >= 0.8', component='retriever', metric='recall@5', op='>=', threshold=0.8)
+    Gate(name='retriever.recall@5 >= 0.8', component='retriever', metric='recall@5', op='>=', threshold=0.8, max_error_rate=0.05)
     >>> parse_gate("recall >= high") is None
     True
     """
@@ -255,6 +291,8 @@ class ConfiguredEvaluator:
     evaluator: Any  # registry.Evaluator
     run_metrics: list[str] = field(default_factory=list)
     """Its run-level metrics (one value per run; see ``Evaluator.run_metrics``)."""
+    budget_s: float | None = None
+    """Seconds it may spend per case (the core's ``budget_s`` setting, any evaluator)."""
 
 
 @dataclass
@@ -278,6 +316,16 @@ class Scenario:
     database_build: Path | None = None
     corpus_path: Path | None = None
     plugin_files: list[Path] = field(default_factory=list)
+    lines: dict = field(default_factory=dict)
+    """Field path -> line of the scenario file, for errors found after loading."""
+    input_digests: dict[str, str] = field(default_factory=dict)
+    """Input file -> its sha256 (what ``inputs_sha256`` combines), to name what changed."""
+
+    def where(self, loc: tuple) -> str:
+        """``file, line N, field `x.y``` for an error found after loading."""
+        line = line_of(loc, self.lines)
+        return (f"{self.path}" + (f", line {line}" if line else "")
+                + f", field `{format_path(loc)}`")
 
     @property
     def name(self) -> str:
@@ -333,6 +381,8 @@ def load_scenario(
         near = field_near(raw.decode("utf-8"), mark.line + 1) if mark else ()
         field = f", field `{format_path(near)}`" if near else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        if isinstance(exc, YAMLRefused):
+            raise ScenarioError(f"{path}{where}{field}: {problem}") from None
         raise ScenarioError(
             f"{path}{where}{field}: invalid YAML ({problem}). Check indentation, brackets and "
             "quoting there; values with ':' or '#' need quotes"
@@ -355,6 +405,8 @@ def load_scenario(
 
     def must_exist(loc: tuple, rel: str, what: str) -> Path:
         p = resolve(rel)
+        if p.is_dir():
+            raise problems.error(loc, f"{what} {rel!r} is a directory ({p}); give a file")
         if not p.is_file():
             raise problems.error(loc, f"{what} {rel!r} does not exist (looked for {p}); paths "
                                  "are relative to the scenario file")
@@ -450,12 +502,16 @@ def load_scenario(
 
     # Gates.
     gates = []
-    for i, text in enumerate(spec.gates):
+    for i, entry in enumerate(spec.gates):
+        text = entry if isinstance(entry, str) else entry.gate
         gate = parse_gate(text)
         if gate is None:
-            raise problems.error(("gates", i), f"{text!r} is not a gate; write "
+            loc = ("gates", i) if isinstance(entry, str) else ("gates", i, "gate")
+            raise problems.error(loc, f"{text!r} is not a gate; write "
                                  "`component.metric OP number` with OP one of >=, <=, >, <, ==, "
                                  "e.g. `retriever.recall@5 >= 0.8`")
+        if not isinstance(entry, str):
+            gate = dataclasses.replace(gate, max_error_rate=entry.max_error_rate)
         if gate.component not in pipeline.components:
             raise problems.error(("gates", i), f"{gate.component!r} is not a component of the "
                                  f"pipeline; components: {', '.join(pipeline.order)}")
@@ -479,9 +535,10 @@ def load_scenario(
         inputs.append(resolve(spec.traces))
     if system is not None and system.callable.rsplit(":", 1)[0].endswith(".py"):
         inputs.append(resolve(system.callable.rsplit(":", 1)[0]))
+    digests = _digests(raw, path, inputs, db_path)
     return Scenario(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
-        inputs_sha256=_fingerprint(raw, inputs, db_path),
+        inputs_sha256=_combined(digests), input_digests=digests, lines=lines,
         pipeline=pipeline, evaluators=configured, gates=gates, verdicts=verdicts,
         traces=traces, system=system,
         database_path=db_path, database_build=db_build, corpus_path=corpus_path,
@@ -511,6 +568,11 @@ def _model_at(path: tuple) -> type[BaseModel] | None:
     if len(path) == 2 and path[0] == "pipeline":
         return ComponentSpec
     return nested.get(tuple(path))
+
+
+BUDGET = "budget_s"
+"""The setting every evaluator accepts, read by the core (never by the plugin's settings
+model): seconds the evaluator may spend per case (``EvalContext.budget_s``)."""
 
 
 def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHost,
@@ -544,6 +606,14 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                                      f"{component!r}; registered: "
                                      f"{', '.join(available) or 'none'}.{hint}{plugins_hint}")
             evaluator = registered.item
+            raw_settings = dict(raw_settings) if isinstance(raw_settings, dict) else raw_settings
+            budget = None
+            if isinstance(raw_settings, dict) and BUDGET in raw_settings:
+                budget = raw_settings.pop(BUDGET)
+                if budget is not None and (isinstance(budget, bool) or not isinstance(
+                        budget, int | float) or not 0 < budget < float("inf")):
+                    raise problems.error(loc + (BUDGET,), f"expected seconds per case, a "
+                                         f"number > 0 (got {short(budget)})")
             try:
                 settings = evaluator.settings.model_validate(raw_settings)
             except ValidationError as exc:
@@ -571,7 +641,8 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                                          "configure only one of them")
                 produced[metric] = name
             out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
-                                           metrics, evaluator, run_metrics))
+                                           metrics, evaluator, run_metrics,
+                                           float(budget) if budget is not None else None))
     return out
 
 
@@ -628,22 +699,30 @@ def _configure_verdicts(spec: ScenarioFile, pipeline: Pipeline,
     return out
 
 
-def _fingerprint(raw: bytes, files: list[Path], database: Path | None) -> str:
-    """sha256 over the scenario text and every input file it names (a database file by size
+def _digests(raw: bytes, path: Path, files: list[Path], database: Path | None
+             ) -> dict[str, str]:
+    """sha256 of the scenario text and of every input file it names (a database file by size
     and modification time: it may be large)."""
-    digest = hashlib.sha256(raw)
+    out = {str(path): hashlib.sha256(raw).hexdigest()}
     for file in sorted(set(files)):
-        digest.update(str(file).encode() + b"\0" + file.read_bytes() + b"\0")
+        out[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()
     if database is not None and database.is_file():
         stat = database.stat()
-        digest.update(f"{database}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()
+        out[str(database)] = hashlib.sha256(
+            f"{stat.st_size}\0{stat.st_mtime_ns}".encode()).hexdigest()
+    return out
+
+
+def _combined(digests: dict[str, str]) -> str:
+    """One fingerprint of every input (what ``--resume`` compares)."""
+    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
 
 
 def load_cases(path: Path) -> list[Case]:
     """Read a cases JSONL file; errors name the file, line and field."""
     return list(read_records(path, Case, key=lambda c: c.id, what="a case",
-                             example='{"id": "q1", "question": "...", "gold": {...}}').values())
+                             example='{"id": "q1", "question": "...", "gold": {...}}',
+                             reject_surrogates=True).values())
 
 
 def load_traces(path: Path) -> dict[str, Trace]:
