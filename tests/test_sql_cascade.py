@@ -156,7 +156,7 @@ class FakeJudge:
         self.answers = answers
         self.calls = []
 
-    def run_many(self, task, inputs, *, metric=""):
+    def run_many(self, task, inputs, *, metric="", rounds_after=0):
         self.calls.append((task.id, list(inputs), metric))
         return [self.answers(i) for i in inputs]
 

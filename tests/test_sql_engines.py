@@ -66,12 +66,12 @@ def test_duckdb_sandbox_refuses(sql, duck):
 
 
 def test_duckdb_connection_is_read_only_even_without_the_statement_check(duck):
-    from evalharness_sql.sandbox import _run_duckdb
+    from evalharness_sql.sandbox import Limits
 
-    conn = open_engine(str(duck)).connect()
+    conn = open_engine(str(duck)).connect()  # in its sandbox process
     for sql in ("DELETE FROM products", "SELECT * FROM read_csv('/etc/passwd')",
-                "SET enable_external_access = true"):
-        assert _run_duckdb(conn, sql, 2, 10).status in ("refused", "error")
+                "SET enable_external_access = true", "SET memory_limit = '100GB'"):
+        assert conn.run(sql, 2, Limits(max_rows=10)).status in ("refused", "error")
     conn.close()
 
 

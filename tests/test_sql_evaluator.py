@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 
 from evalharness.context import Database, EvalContext, build_sqlite
+from evalharness.errors import ScenarioError
 from evalharness.models import Case, CaseResult, ComponentResult, MetricValue, Text2SQLStep, Trace
 from evalharness_sql import (
     EQUIVALENCE_METRICS,
     EquivalenceSettings,
+    check_equivalence,
     evaluate_text2sql,
     report_sections,
 )
@@ -34,7 +37,7 @@ class FakeJudge:
     def __init__(self, answers):
         self.answers, self.calls = answers, []
 
-    def run_many(self, task, inputs, *, metric=""):
+    def run_many(self, task, inputs, *, metric="", rounds_after=0):
         self.calls.append((task.id, list(inputs), metric))
         return [self.answers(i) for i in inputs]
 
@@ -93,6 +96,10 @@ def test_every_metric_for_every_case_with_stage_reason_counterexample(database):
     assert rows[3]["exec_time_ratio"].error
 
 
+# A scenario cannot configure `equivalence` without a database (the last tests below); the
+# hook itself, called directly as here, still works without one — so does check_equivalence().
+
+
 def test_undecided_is_an_error_never_a_silent_zero():
     judge = FakeJudge(lambda i: FakeJudgment(error="cannot decide"))
     batch = [(case("SELECT a FROM t"), Text2SQLStep(sql="SELECT b FROM t"))] * 2
@@ -137,3 +144,28 @@ def test_report_section_counts_stages_and_categories():
     assert "1 equivalent, 1 not equivalent, 1 undecided" in section.markdown
     assert section.data["category"] == {"wrong_filter": 1}
     assert report_sections(None, []) is None
+
+
+def test_equivalence_without_a_database_is_refused_with_the_line(tmp_path):
+    from evalharness.scenario import load_scenario
+
+    (tmp_path / "traces.jsonl").write_text('{"case_id": "a", "text2sql": {"sql": "SELECT 1"}}\n')
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent("""\
+        name: nodb
+        cases:
+          - {id: a, question: q, gold: {sql: "SELECT 1"}}
+        traces: traces.jsonl
+        pipeline: {text2sql: {}}
+        evaluators:
+          text2sql: [equivalence]
+    """))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert "line 7" in message and "equivalence" in message and "database" in message
+
+
+def test_check_equivalence_without_a_database_still_works():
+    v = check_equivalence("SELECT a FROM t", "select A from T")
+    assert v.equivalent is True and v.stage == "normalise"

@@ -10,7 +10,14 @@ import pytest
 
 from evalharness_sql import check_equivalence, check_many
 from evalharness_sql.engines import SQLiteEngine
-from evalharness_sql.sandbox import _run_sqlite, lock_sqlite, open_sqlite_readonly, refusal, run
+from evalharness_sql.sandbox import (
+    Limits,
+    _run_sqlite,
+    lock_sqlite,
+    open_sqlite_readonly,
+    refusal,
+    run,
+)
 
 
 @pytest.fixture
@@ -81,7 +88,7 @@ def test_the_engine_refuses_even_without_the_statement_check(sql, database):
     """Second lock: the authorizer and mode=ro stop what slips past the allow-list."""
     before = sha256(database)
     conn = open_sqlite_readonly(str(database))
-    result = _run_sqlite(conn, sql, timeout_s=2, max_rows=10)
+    result = _run_sqlite(conn, sql, timeout_s=2, limits=Limits(max_rows=10))
     conn.close()
     assert result.status in ("refused", "error"), result
     assert sha256(database) == before

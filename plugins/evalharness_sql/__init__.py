@@ -77,6 +77,13 @@ class EquivalenceSettings(BaseModel):
     """Time limit of one query, in seconds."""
     max_rows: int = Field(default=100_000, ge=1)
     """Row cap of one result."""
+    max_value_bytes: int = Field(default=10_000_000, ge=1)
+    """Bytes of one value (string or blob); a query making a larger one is stopped."""
+    max_result_bytes: int = Field(default=100_000_000, ge=1)
+    """Bytes of one whole result, counted while it is fetched."""
+    max_memory_bytes: int = Field(default=2_000_000_000, ge=16_000_000)
+    """Memory of one DuckDB query (its sandbox process); the most PostgreSQL's ``work_mem``
+    and ``temp_file_limit`` are set to."""
     float_tolerance: float = Field(default=1e-6, ge=0)
     """Relative and absolute tolerance for floating-point values."""
     seed: int = 0
@@ -119,7 +126,7 @@ def register_evaluators(register):
                     "normalisation and sound rewrite rules)"))
     register(Evaluator(
         name="equivalence", component="text2sql", metrics=EQUIVALENCE_METRICS,
-        settings=EquivalenceSettings, needs_judge=True,
+        settings=EquivalenceSettings, needs_judge=True, needs_database=True,
         description="the equivalence cascade (normalise, sandboxed execution, perturbed test "
                     "databases, judge last) with execution accuracy, valid-SQL rate, "
                     "clause F1 and the execution time ratio"))
@@ -175,6 +182,10 @@ def _equivalence(batch: Sequence[tuple[Any, Any]], settings: EquivalenceSettings
     database = context.database
     judge = context.judge if settings.use_judge else None
     options = Options(timeout_s=settings.timeout_s, max_rows=settings.max_rows,
+                      max_value_bytes=settings.max_value_bytes,
+                      max_result_bytes=settings.max_result_bytes,
+                      max_memory_bytes=settings.max_memory_bytes,
+                      budget_s=getattr(context, "budget_s", None),
                       test_suite_size=settings.test_suite_size, seed=settings.seed,
                       float_tolerance=settings.float_tolerance, judge=judge, measure_time=True)
     engine = open_engine(database) if database is not None else None
@@ -218,7 +229,7 @@ def _equivalence(batch: Sequence[tuple[Any, Any]], settings: EquivalenceSettings
         conn = None
         if engine is not None:
             try:
-                conn = engine.connect()
+                conn = engine.connect(limits=options.limits())
             except Exception as exc:  # noqa: BLE001 - recorded as the reason, run goes on
                 for p in todo:
                     p.notes["connect"] = f"{type(exc).__name__}: {exc}"
@@ -227,8 +238,10 @@ def _equivalence(batch: Sequence[tuple[Any, Any]], settings: EquivalenceSettings
                 p.connection = conn
             run_cascade(todo)
             for p in todo:  # execution accuracy and timing even where an earlier stage decided
-                if conn is not None and p.gold_result is None and p.predicted_sql is not None:
-                    execute(p)
+                if conn is not None and p.gold_result is None and p.predicted_sql is not None \
+                        and "budget" not in p.notes:
+                    with p.clock:
+                        execute(p)
         finally:
             for p in todo:
                 p.connection = None
@@ -255,21 +268,24 @@ def _equivalence(batch: Sequence[tuple[Any, Any]], settings: EquivalenceSettings
 
 def pair_key(pair: Pair) -> tuple:
     """What the cascade's outcome for a pair is a function of: both SQL texts, the dialects,
-    the database (its file fingerprint), every option, and the judge's identity."""
+    the database (its file fingerprint), every option (the budget too), and the judge's
+    identity."""
     o = pair.options
     judge = o.judge
     who = None if judge is None else (type(judge).__qualname__, getattr(judge, "backend", None),
                                       getattr(judge, "model", None),
                                       getattr(judge, "is_llm", True))
     return (pair.gold, pair.predicted, pair.dialect, pair.predicted_dialect,
-            engine_key(pair.engine), o.timeout_s, o.max_rows, o.test_suite_size, o.seed,
+            engine_key(pair.engine), o.timeout_s, o.max_rows, o.max_value_bytes,
+            o.max_result_bytes, o.max_memory_bytes, o.budget_s, o.test_suite_size, o.seed,
             o.float_tolerance, o.measure_time, o.stages, who)
 
 
 def _memoisable(pair: Pair) -> bool:
-    """Whether a pair's values may stand for an identical pair's: not when the database could
-    not be opened (it may open next time)."""
-    return "connect" not in pair.notes
+    """Whether a pair's values may stand for an identical pair's in a later batch: not when
+    the database could not be opened (it may open next time), nor when the evaluation budget
+    ran out (how far a pair gets depends on the machine's load)."""
+    return "connect" not in pair.notes and "budget" not in pair.notes
 
 
 def _copy(row: dict[str, MetricValue]) -> dict[str, MetricValue]:
@@ -298,10 +314,12 @@ def _metrics(pair: Pair, has_database: bool) -> dict[str, MetricValue]:
         equivalent = MetricValue(error=verdict.reason, details=details)
     else:
         equivalent = MetricValue(value=float(verdict.equivalent), details=details)
+    budget = pair.notes.get("budget")
     return {"equivalent": equivalent,
             "execution_accuracy": _execution_accuracy(pair, has_database),
             "valid_sql": (MetricValue.of(bool(pair.valid_sql)) if pair.valid_sql is not None
-                          else MetricValue.failed("the prediction could not be checked")),
+                          else MetricValue.failed(budget or
+                                                  "the prediction could not be checked")),
             "clause_f1": _clause_f1(pair),
             "exec_time_ratio": _time_ratio(pair)}
 
@@ -311,6 +329,10 @@ def _execution_accuracy(pair: Pair, has_database: bool) -> MetricValue:
         return MetricValue.failed("the scenario has no database")
     if pair.execution_match is not None:
         return MetricValue.of(pair.execution_match)
+    budget = pair.notes.get("budget")
+    if budget and (pair.gold_result is None or pair.gold_result.status == "budget" or
+                   pair.predicted_result is None or pair.predicted_result.status == "budget"):
+        return MetricValue.failed(budget)
     if pair.gold_result is not None and not pair.gold_result.ok:
         return MetricValue.failed(f"the gold query does not run: {pair.gold_result.summary()}")
     if pair.predicted_result is not None and not pair.predicted_result.ok:
@@ -336,6 +358,8 @@ def _clause_f1(pair: Pair) -> MetricValue:
 
 def _time_ratio(pair: Pair) -> MetricValue:
     timing = pair.notes.get("timing")
+    if "budget" in pair.notes and not (timing and timing.get("complete")):
+        return MetricValue.failed(pair.notes["budget"])
     if not timing:
         if pair.predicted_result is not None and not pair.predicted_result.ok:
             return MetricValue.failed(f"the predicted query did not run to the end "

@@ -3,12 +3,15 @@
 ``parse -> normalise -> execute -> test_suite -> judge``: the cheap, certain stages first,
 the LLM last. Each stage is a function of one :class:`~evalharness_sql.verdict.Pair` that
 returns a :class:`~evalharness_sql.verdict.Verdict` or ``None`` (undecided, go on); a stage
-marked ``batched`` (the judge) takes every undecided pair of the batch at once.
+marked ``batched`` (the judge) takes every undecided pair of the batch at once. Each pair's
+own stages run on its clock (:class:`~evalharness_sql.verdict.Clock`), against its evaluation
+budget (``Options.budget_s``); the batched judge's time is shared and not counted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,7 +40,8 @@ def run_cascade(pairs: Sequence[Pair], stages: Sequence[Callable[..., Any]] = ST
             continue
         for pair in pending:
             try:
-                pair.verdict = stage(pair)
+                with pair.clock:
+                    pair.verdict = stage(pair)
             except Exception as exc:  # noqa: BLE001 - a stage bug must not lose the batch
                 pair.notes.setdefault("stage_errors", []).append(
                     f"{stage.__name__}: {type(exc).__name__}: {exc}")
@@ -76,6 +80,8 @@ def _undecided_reason(pair: Pair) -> str:
         why.append("no judge is configured")
     elif "judge" in pair.notes:
         why.append(pair.notes["judge"])
+    if "budget" in pair.notes:
+        why.append(pair.notes["budget"].removeprefix("undecided: "))
     for error in pair.notes.get("stage_errors", []):
         why.append(f"stage {error}")
     if (pair.normal_forms is not None or pair.gold_normal is not None) and not why:
@@ -85,16 +91,20 @@ def _undecided_reason(pair: Pair) -> str:
 
 def check_many(pairs: Sequence[tuple[str, str]], database: Any = None, dialect: str = "sqlite",
                *, predicted_dialect: str | None = None, judge: Any = None,
-               schema: str | None = None, options: Options | None = None) -> list[Verdict]:
+               schema: str | None = None, options: Options | None = None,
+               budget_s: float | None = None) -> list[Verdict]:
     """:func:`check_equivalence` for many ``(gold, predicted)`` pairs on one database: one
-    connection, and one judge call for all the pairs execution leaves undecided."""
-    opts = options or Options()
+    connection, and one judge call for all the pairs execution leaves undecided.
+    ``budget_s`` is each pair's own budget."""
+    opts = dataclasses.replace(options) if options is not None else Options()
     if judge is not None:
         opts.judge = judge
+    if budget_s is not None:
+        opts.budget_s = budget_s
     engine = open_engine(database, schema=schema)
     batch = [Pair(g, p, dialect=dialect, predicted_dialect=predicted_dialect, engine=engine,
                   options=opts) for g, p in pairs]
-    with _connection(engine, batch) as conn:
+    with _connection(engine, batch, opts) as conn:
         for pair in batch:
             pair.connection = conn
         run_cascade(batch)
@@ -104,12 +114,12 @@ def check_many(pairs: Sequence[tuple[str, str]], database: Any = None, dialect: 
 
 
 @contextlib.contextmanager
-def _connection(engine: Engine | None, batch: list[Pair]):
+def _connection(engine: Engine | None, batch: list[Pair], options: Options):
     if engine is None:
         yield None
         return
     try:
-        conn = engine.connect()
+        conn = engine.connect(limits=options.limits())
     except Exception as exc:  # noqa: BLE001 - an unreachable database leaves pairs undecided
         for pair in batch:
             pair.notes["connect"] = f"{type(exc).__name__}: {exc}"
@@ -123,7 +133,8 @@ def _connection(engine: Engine | None, batch: list[Pair]):
 
 def check_equivalence(gold: str, pred: str, database: Any = None, dialect: str = "sqlite", *,
                       predicted_dialect: str | None = None, judge: Any = None,
-                      schema: str | None = None, options: Options | None = None) -> Verdict:
+                      schema: str | None = None, options: Options | None = None,
+                      budget_s: float | None = None) -> Verdict:
     """Whether ``pred`` is equivalent to ``gold``: the same rows (as a multiset, or in the same
     order when ``gold`` orders its rows) on every database with the schema.
 
@@ -132,7 +143,9 @@ def check_equivalence(gold: str, pred: str, database: Any = None, dialect: str =
     (``CREATE TABLE`` statements) gives the test-suite stage an empty database to fill.
     ``predicted_dialect`` transpiles a prediction written in another dialect. ``judge``
     decides what the deterministic stages cannot (an object with ``run_many``, such as
-    ``context.judge``).
+    ``context.judge``). ``options`` holds the time limit, the caps (rows, value and result
+    bytes, DuckDB memory) and K; ``budget_s`` caps the seconds spent on the pair (past it the
+    pair is undecided, with a reason naming the budget).
 
     The :class:`Verdict` has ``equivalent`` (True, False, or None when undecided), the
     ``stage`` that decided, the ``reason`` and, when not equivalent, a ``counterexample``.
@@ -146,4 +159,4 @@ def check_equivalence(gold: str, pred: str, database: Any = None, dialect: str =
     'normalise'
     """
     return check_many([(gold, pred)], database, dialect, predicted_dialect=predicted_dialect,
-                      judge=judge, schema=schema, options=options)[0]
+                      judge=judge, schema=schema, options=options, budget_s=budget_s)[0]

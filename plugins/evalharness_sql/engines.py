@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalharness_sql.sandbox import lock_sqlite, open_sqlite_readonly
+from evalharness_sql.sandbox import Limits, SandboxedSQLite, lock_sqlite, open_sqlite_readonly
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,9 @@ class Engine:
     dialect = "sqlite"
     supports_test_suite = False
 
-    def connect(self) -> Any:
-        """A sandboxed, read-only connection to the database (the caller closes it)."""
+    def connect(self, limits: Limits | None = None) -> Any:
+        """A sandboxed, read-only connection to the database (the caller closes it), made for
+        queries held to ``limits`` (:class:`~evalharness_sql.sandbox.Limits`)."""
         raise NotImplementedError
 
     def schema(self) -> Schema:
@@ -156,7 +157,7 @@ class Engine:
         """Up to ``limit`` rows of a base table, in storage order."""
         raise NotImplementedError
 
-    def build(self, data: dict[str, list[tuple[Any, ...]]]) -> Any:
+    def build(self, data: dict[str, list[tuple[Any, ...]]], limits: Limits | None = None) -> Any:
         """A sandboxed connection to a new in-memory database with this schema holding
         ``data`` (``{table: rows}``, values in column order; missing tables stay empty)."""
         raise NotImplementedError(f"{self.name} cannot build test databases")
@@ -199,6 +200,9 @@ class SQLiteEngine(Engine):
         self._rows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         self._script: str | None = None
         self._lock = threading.Lock()
+        self._scope = object()
+        """Shared by every sandboxed connection to this database and its test databases (they
+        have one schema): a query's result width is worked out once per scope."""
 
     @classmethod
     def from_ddl(cls, ddl: str) -> SQLiteEngine:
@@ -209,16 +213,16 @@ class SQLiteEngine(Engine):
 
     def _trusted(self) -> sqlite3.Connection:
         if self._memory is not None:
-            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            conn = sqlite3.connect(":memory:", check_same_thread=False, factory=SandboxedSQLite)
             with self._lock:
                 self._memory.backup(conn)
             return conn
         return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
 
-    def connect(self) -> sqlite3.Connection:
+    def connect(self, limits: Limits | None = None) -> sqlite3.Connection:
         if self._memory is not None:
-            return lock_sqlite(self._trusted())
-        return open_sqlite_readonly(self.path or "")
+            return lock_sqlite(self._trusted(), scope=self._scope, limits=limits)
+        return open_sqlite_readonly(self.path or "", scope=self._scope, limits=limits)
 
     def describe(self) -> str:
         return self._label or f"the database {self.path}"
@@ -269,8 +273,9 @@ class SQLiteEngine(Engine):
             self._script = ";\n".join(parts) + ";" if parts else ""
         return self._script
 
-    def build(self, data: dict[str, list[tuple[Any, ...]]]) -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:", check_same_thread=False)
+    def build(self, data: dict[str, list[tuple[Any, ...]]],
+              limits: Limits | None = None) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", check_same_thread=False, factory=SandboxedSQLite)
         conn.executescript(self._create_script())
         schema = self.schema()
         for name, rows in data.items():
@@ -282,7 +287,7 @@ class SQLiteEngine(Engine):
             conn.executemany(f"INSERT OR IGNORE INTO {_quote(t.name)} ({cols}) VALUES ({marks})",
                              rows)
         conn.commit()
-        return lock_sqlite(conn)
+        return lock_sqlite(conn, scope=self._scope, limits=limits)
 
 
 def _quote(name: str) -> str:
@@ -369,7 +374,8 @@ _DUCKDB_CONFIG = {"enable_external_access": False, "autoinstall_known_extensions
 
 class DuckDBEngine(Engine):
     """A DuckDB database file, opened ``read_only`` with external access and extension
-    loading switched off and the configuration locked."""
+    loading switched off and the configuration locked — for untrusted queries, in a sandbox
+    process with a memory cap (:mod:`evalharness_sql.duckproc`)."""
 
     name = "duckdb"
     dialect = "duckdb"
@@ -387,10 +393,11 @@ class DuckDBEngine(Engine):
 
         return duckdb.connect(path, read_only=read_only, config=dict(_DUCKDB_CONFIG))
 
-    def connect(self) -> Any:
-        conn = self._open(self.path, True)
-        conn.execute("SET lock_configuration = true")
-        return conn
+    def connect(self, limits: Limits | None = None) -> Any:
+        """A read-only connection in a sandbox process (:mod:`evalharness_sql.duckproc`)."""
+        from evalharness_sql.duckproc import Connection
+
+        return Connection(("open", self.path), limits)
 
     def describe(self) -> str:
         return f"the DuckDB database {self.path}"
@@ -423,23 +430,24 @@ class DuckDBEngine(Engine):
                 conn.close()
         return self._rows[key]
 
-    def build(self, data: dict[str, list[tuple[Any, ...]]]) -> Any:
-        conn = self._open(":memory:", False)
+    def build(self, data: dict[str, list[tuple[Any, ...]]], limits: Limits | None = None) -> Any:
+        """A test database in a sandbox process (:mod:`evalharness_sql.duckproc`): the base
+        tables with their columns' types (no constraints), ``data``, then the views."""
+        from evalharness_sql.duckproc import Connection
+
         schema = self.schema()
+        tables = []
+        rows: dict[str, list[tuple[Any, ...]]] = {}
         for key in schema.order():
             t = schema.tables[key]
             cols = ", ".join(f"{_quote(c.name)} {c.type or 'VARCHAR'}" for c in t.columns)
-            conn.execute(f"CREATE TABLE {_quote(t.name)} ({cols})")
-            rows = data.get(key) or data.get(t.name) or []
-            if rows:
-                marks = ", ".join("?" for _ in t.columns)
-                conn.executemany(f"INSERT INTO {_quote(t.name)} VALUES ({marks})",
-                                 [list(r) for r in rows])
-        for sql in schema.ddl.split(";\n"):
-            if sql.strip().upper().startswith("CREATE VIEW"):
-                conn.execute(sql.rstrip(";"))
-        conn.execute("SET lock_configuration = true")
-        return conn
+            marks = ", ".join("?" for _ in t.columns)
+            tables.append((t.name, f"CREATE TABLE {_quote(t.name)} ({cols})",
+                           f"INSERT INTO {_quote(t.name)} VALUES ({marks})"))
+            rows[t.name] = list(data.get(key) or data.get(t.name) or [])
+        views = [sql.rstrip(";") for sql in schema.ddl.split(";\n")
+                 if sql.strip().upper().startswith("CREATE VIEW")]
+        return Connection(("build", tables, views, rows), limits)
 
 
 def _duckdb_schema(conn: Any) -> Schema:
@@ -498,7 +506,7 @@ class PostgresEngine(Engine):
         self.dsn = dsn
         self._schema: Schema | None = None
 
-    def connect(self) -> Any:
+    def connect(self, limits: Limits | None = None) -> Any:
         import psycopg
 
         conn = psycopg.connect(self.dsn, autocommit=False,

@@ -12,18 +12,28 @@ if TYPE_CHECKING:
     from evalharness_sql.verdict import Pair
 
 CATEGORIES = ("invalid_sql", "unknown_table", "unknown_column", "wrong_join", "wrong_filter",
-              "wrong_aggregation", "wrong_columns", "ordering_limit", "timeout", "refused",
-              "other")
-"""Every category, in the order the report lists them."""
+              "wrong_aggregation", "wrong_columns", "ordering_limit", "too_large", "timeout",
+              "refused", "other")
+"""Every category, in the order the report lists them. ``too_large``: the prediction passed
+a cap where the gold query runs — more rows than ``max_rows``, a value past
+``max_value_bytes``, a result past ``max_result_bytes`` or memory past ``max_memory_bytes``
+(its reason names the cap); such a result is never compared, so no clause is blamed."""
 
 
 def error_category(message: str) -> str:
-    """The category of an engine error message.
+    """The category of an engine error message; ``other`` when there is no message (nothing
+    says the SQL was invalid).
 
     >>> error_category("no such column: T1.nme"), error_category('near "FRM": syntax error')
     ('unknown_column', 'invalid_sql')
+    >>> error_category("string or blob too big"), error_category("")
+    ('too_large', 'other')
     """
-    text = message.lower()
+    text = message.lower().strip()
+    if not text:
+        return "other"
+    if "too big" in text or "out of memory" in text or ("exceeds the" in text and "cap" in text):
+        return "too_large"
     if "no such table" in text or ("table" in text and "does not exist" in text) or \
             "catalog error: table" in text:
         return "unknown_table"

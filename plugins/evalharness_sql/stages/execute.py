@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -143,23 +144,73 @@ def _literal(node: exp.Expression | None) -> int | None:
     return None
 
 
+def run_query(pair: Pair, conn: Any, sql: str, *, statements: list[exp.Expression] | None = None
+              ) -> Result:
+    """Run one of the pair's queries in the sandbox under the pair's limits, its time limit cut
+    to what is left of the pair's evaluation budget. A query the budget stopped (or left
+    unrun) gets status ``budget``: it did not exceed its own time limit.
+
+    >>> from evalharness_sql.engines import SQLiteEngine
+    >>> from evalharness_sql.verdict import Options
+    >>> engine = SQLiteEngine.from_ddl("CREATE TABLE t (x INT)")
+    >>> pair = Pair("SELECT 1", "SELECT 1", options=Options(budget_s=0.05))
+    >>> slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+    >>> with pair.clock:
+    ...     run_query(pair, engine.connect(), slow).status
+    'budget'
+    """
+    opts = pair.options
+    left = pair.clock.remaining()
+    if left <= 0:
+        return Result("budget", error=NOT_RUN)
+    timeout = min(opts.timeout_s, left)
+    result = run(conn, sql, dialect=pair.dialect, timeout_s=timeout, limits=opts.limits(),
+                 statements=statements)
+    if result.status == "timeout" and timeout < opts.timeout_s:
+        result.status = "budget"
+        result.error = (f"stopped after {result.elapsed_s:.3g} s, when the evaluation budget "
+                        "ran out")
+    return result
+
+
+NOT_RUN = "not run: the evaluation budget had run out"
+
+
+def budget_verdict(pair: Pair, stage: str, detail: str = "") -> Verdict:
+    """The verdict of a pair whose evaluation budget ran out in ``stage``: undecided, with a
+    reason that names the budget and what to change; also noted in ``pair.notes["budget"]``
+    (the metrics not yet computed become errors with this reason)."""
+    words = {"execute": "execute stage", "test_suite": "test-suite stage"}.get(stage, stage)
+    budget = pair.options.budget_s
+    reason = (f"undecided: evaluation budget of {budget:g} s exceeded in the {words}{detail}; "
+              "raise budget_s, or lower test_suite_size or timeout_s")
+    pair.notes["budget"] = reason
+    return Verdict(None, stage, reason, details={"budget": {
+        "budget_s": budget, "spent_s": round(pair.clock.elapsed(), 3), "stage": stage}})
+
+
 def run_gold(pair: Pair, conn: Any, *, check: bool = False) -> tuple[Result, Ordering | None]:
     """Run the gold query by its plan; with ``check``, also run it as written and fall back
-    to comparing lists exactly if the plan does not reproduce it."""
-    opts = pair.options
+    to comparing lists exactly if the plan does not reproduce it. (With ``check`` — on the
+    scenario's database — the time of the run of the query as written is noted for the
+    execution time ratio.)"""
     plan = gold_plan(pair)
-    result = run(conn, plan.sql, dialect=pair.dialect, timeout_s=opts.timeout_s,
-                 max_rows=opts.max_rows)
+    result = run_query(pair, conn, plan.sql)
     if plan.sql == pair.gold:
+        if check and result.ok:
+            pair.notes["gold_as_written_s"] = result.elapsed_s
         return result, plan.ordering(len(result.columns)) if result.ok else None
-    if result.ok and not check:
-        return result, plan.ordering(len(result.columns))
-    original = run(conn, pair.gold, dialect=pair.dialect, timeout_s=opts.timeout_s,
-                   max_rows=opts.max_rows)
+    if (result.ok and not check) or result.status == "budget":
+        return result, plan.ordering(len(result.columns)) if result.ok else None
+    original = run_query(pair, conn, pair.gold)
+    if original.ok:
+        pair.notes["gold_as_written_s"] = original.elapsed_s
+    if original.status == "budget":
+        return original, None
     if result.ok and original.ok:
         ordering = plan.ordering(len(result.columns))
         same = compare(expected(result.rows, ordering), original.rows, len(original.columns),
-                       len(original.columns), tolerance=opts.float_tolerance)
+                       len(original.columns), tolerance=pair.options.float_tolerance)
         if same.equal:
             pair.notes["gold_result_as_written"] = original
             return result, ordering
@@ -193,14 +244,23 @@ def execute(pair: Pair) -> Verdict | None:
     if pair.connection is None or pair.predicted_sql is None:
         return None
     opts = pair.options
+    where = pair.engine.describe() if pair.engine is not None else "the database"
+    if pair.clock.remaining() <= 0:
+        return budget_verdict(pair, "execute", " before the queries ran")
     gold, ordering = run_gold(pair, pair.connection, check=True)
     pair.gold_result = gold
-    predicted = run(pair.connection, pair.predicted_sql, dialect=pair.dialect,
-                    timeout_s=opts.timeout_s, max_rows=opts.max_rows,
-                    statements=[pair.predicted_tree] if pair.predicted_tree is not None else None)
+    if gold.status == "budget":
+        return budget_verdict(pair, "execute", f" (the gold query on {where}: {gold.error})")
+    predicted = run_query(pair, pair.connection, pair.predicted_sql,
+                          statements=[pair.predicted_tree] if pair.predicted_tree is not None
+                          else None)
     pair.predicted_result = predicted
-    pair.valid_sql = predicted.status in ("ok", "timeout", "too_many_rows")
-    where = pair.engine.describe() if pair.engine is not None else "the database"
+    if predicted.error != NOT_RUN:  # a query stopped by a limit was accepted by the engine
+        pair.valid_sql = predicted.status in ("ok", "timeout", "too_many_rows", "too_large",
+                                              "budget")
+    if predicted.status == "budget":
+        return budget_verdict(pair, "execute",
+                              f" (the predicted query on {where}: {predicted.error})")
     if not gold.ok:
         pair.notes["gold_execution"] = gold.summary()
         if gold.status == "error":
@@ -212,7 +272,7 @@ def execute(pair: Pair) -> Verdict | None:
     if not predicted.ok:
         return _failed(pair, predicted, gold, where)
     if opts.measure_time:
-        pair.notes["timing"] = _timing(pair)
+        pair.notes["timing"] = _timing(pair, predicted)
     n_gold, n_pred = len(visible(gold, ordering)), len(predicted.columns)
     comparison = compare(expected(gold.rows, ordering), predicted.rows, n_gold, n_pred,
                          tolerance=opts.float_tolerance)
@@ -232,18 +292,29 @@ def _failed(pair: Pair, predicted: Result, gold: Result, where: str) -> Verdict:
         return Verdict(False, "execute", reason, {"kind": "timeout", "database": where,
                                                   "time_limit_s": pair.options.timeout_s},
                        "timeout")
-    if predicted.status == "too_many_rows":
-        reason = (f"the predicted query returns more than {pair.options.max_rows} rows on "
-                  f"{where}; the gold query returns {len(gold.rows)}")
-        return Verdict(False, "execute", reason, {"kind": "row_cap", "database": where,
-                                                  "gold_rows": len(gold.rows)},
-                       categorize(pair))
+    if predicted.status in ("too_many_rows", "too_large"):
+        return too_large_verdict(pair, "execute", predicted, where,
+                                 f"the gold query returns {len(gold.rows)} rows")
     if predicted.status == "refused":
         return Verdict(False, "execute", predicted.error or "refused",
                        {"kind": "refused", "reason": predicted.error}, "refused")
-    category = error_category(predicted.error or "")
-    return Verdict(False, "execute", f"the predicted query fails on {where}: {predicted.error}",
-                   {"kind": "error", "database": where, "error": predicted.error}, category)
+    error = predicted.error or f"the engine reported {predicted.status} without a message"
+    category = error_category(error)
+    return Verdict(False, "execute", f"the predicted query fails on {where}: {error}",
+                   {"kind": "error", "database": where, "error": error}, category)
+
+
+def too_large_verdict(pair: Pair, stage: str, predicted: Result, where: str,
+                      context: str) -> Verdict:
+    """*Not equivalent*, category ``too_large``: the prediction passed a cap where the gold
+    query runs. The reason names the cap (e.g. "the predicted query's value exceeds the 10 MB
+    value cap (max_value_bytes) on ...") and what to change if the gold answer needs it."""
+    limit = predicted.limit or ("max_rows" if predicted.status == "too_many_rows" else None)
+    what = predicted.error or pair.options.limits().describe(limit or "max_result_bytes")
+    hint = f"; raise {limit} if a right answer can be that large" if limit else ""
+    reason = f"the predicted query's {what} on {where}, where {context}{hint}"
+    return Verdict(False, stage, reason, {"kind": "too_large", "database": where,
+                                          "limit": limit, "error": what}, "too_large")
 
 
 def _counterexample(comparison: Comparison, where: str, gold: Result, predicted: Result,
@@ -252,22 +323,26 @@ def _counterexample(comparison: Comparison, where: str, gold: Result, predicted:
             "gold_columns": visible(gold, ordering), "predicted_columns": predicted.columns}
 
 
-def _timing(pair: Pair) -> dict[str, float]:
-    """Execution times of both queries: the fastest of a few runs, for a stable ratio."""
-    out = {}
+def _timing(pair: Pair, predicted: Result) -> dict[str, Any]:
+    """Execution times of both queries on the scenario's database: the fastest of up to 5
+    runs each, the execute stage's own run counted as the first (so a query slower than
+    50 ms is not run again). Runs stop when the pair's budget runs out; ``complete`` says
+    whether each query has a time."""
+    first = {"gold": pair.notes.get("gold_as_written_s"), "predicted": predicted.elapsed_s}
+    out: dict[str, Any] = {"complete": True}
     for name, sql in (("gold", pair.gold), ("predicted", pair.predicted_sql)):
-        best = float("inf")
-        spent = 0.0
-        for _ in range(5):
+        best = first[name] if first[name] is not None else math.inf
+        spent = 0.0 if best == math.inf else best
+        runs = 0 if best == math.inf else 1
+        while runs < 5 and spent <= 0.05:
             start = time.perf_counter()
-            result = run(pair.connection, sql or "", dialect=pair.dialect,
-                         timeout_s=pair.options.timeout_s, max_rows=pair.options.max_rows)
+            result = run_query(pair, pair.connection, sql or "")
             took = time.perf_counter() - start
             if not result.ok:
                 break
             best = min(best, result.elapsed_s)
             spent += took
-            if spent > 0.05:
-                break
+            runs += 1
         out[f"{name}_s"] = best
+        out["complete"] = out["complete"] and best != math.inf
     return out

@@ -6,8 +6,13 @@ import contextlib
 
 from evalharness_sql.compare import compare, expected
 from evalharness_sql.generate import hints, recipes
-from evalharness_sql.sandbox import run
-from evalharness_sql.stages.execute import run_gold, visible
+from evalharness_sql.stages.execute import (
+    budget_verdict,
+    run_gold,
+    run_query,
+    too_large_verdict,
+    visible,
+)
 from evalharness_sql.taxonomy import categorize, error_category
 from evalharness_sql.verdict import Pair, Verdict
 
@@ -51,29 +56,39 @@ def test_suite(pair: Pair) -> Verdict | None:
     tried = 0
     rows_seen = bool(pair.gold_result and pair.gold_result.ok and pair.gold_result.rows)
     statements = [pair.predicted_tree] if pair.predicted_tree is not None else None
+    limits = opts.limits()
     for recipe in recipes(engine, aims, opts.test_suite_size, opts.seed, key):
+        if pair.clock.remaining() <= 0:
+            return _out_of_budget(pair, tried)
         try:
-            conn = engine.build(recipe.data)
+            conn = engine.build(recipe.data, limits=limits)
         except Exception as exc:  # noqa: BLE001 - a recipe the engine rejects is skipped
             pair.notes.setdefault("test_suite_skipped", []).append(f"{recipe.number}: {exc}")
             continue
         with contextlib.closing(conn):
             gold, ordering = run_gold(pair, conn)
+            if gold.status == "budget":
+                return _out_of_budget(pair, tried)
             if not gold.ok:
                 pair.notes.setdefault("test_suite_skipped", []).append(
                     f"{recipe.number}: gold {gold.summary()}")
                 continue
-            predicted = run(conn, pair.predicted_sql, dialect=pair.dialect,
-                            timeout_s=opts.timeout_s, max_rows=opts.max_rows,
-                            statements=statements)
+            predicted = run_query(pair, conn, pair.predicted_sql, statements=statements)
+        if predicted.status == "budget":
+            return _out_of_budget(pair, tried)
         tried += 1
         rows_seen = rows_seen or bool(gold.rows)
         database = recipe.to_dict(schema)
+        if predicted.status in ("too_many_rows", "too_large"):
+            verdict = too_large_verdict(pair, "test_suite", predicted, recipe.describe(),
+                                        "the gold query runs")
+            assert verdict.counterexample is not None
+            verdict.counterexample["database"] = database
+            return verdict
         if not predicted.ok:
             category = "timeout" if predicted.status == "timeout" else (
-                "refused" if predicted.status == "refused" else error_category(predicted.error or ""))
-            if predicted.status == "too_many_rows":
-                category = categorize(pair)
+                "refused" if predicted.status == "refused" else
+                error_category(predicted.error or ""))
             return Verdict(False, "test_suite",
                            f"the predicted query fails on {recipe.describe()} where the gold "
                            f"query runs: {predicted.summary()}",
@@ -103,3 +118,8 @@ def test_suite(pair: Pair) -> Verdict | None:
     return Verdict(True, "test_suite",
                    f"equivalent by test suite ({tried} databases): the same results on every "
                    f"one{on_real}", details={"databases": tried})
+
+
+def _out_of_budget(pair: Pair, tried: int) -> Verdict:
+    return budget_verdict(pair, "test_suite", f" after {tried} of "
+                          f"{pair.options.test_suite_size} databases")
