@@ -604,7 +604,7 @@ def test_every_test_docs_reliability_names_exists():
     text = (root.parent / "docs" / "reliability.md").read_text(encoding="utf-8")
     short = {"reliability": "test_reliability", "sql_limits": "test_sql_limits",
              "judge_accounting": "test_judge_accounting", "judge_openai": "test_judge_openai",
-             "hooks": "test_hooks"}
+             "hooks": "test_hooks", "results": "test_results"}
     named = re.findall(r"`(\w+)::(test_\w+)", text)
     assert len(named) > 30
     for module, test in named:

@@ -9,8 +9,10 @@ See docs/bottleneck.md.
 
 from __future__ import annotations
 
+import bisect
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evalharness.models import (
@@ -137,79 +139,137 @@ def _ci(values: list[float], *names: str) -> list[float] | None:
     return None if ci is None else [ci[0], ci[1]]
 
 
-def summarise(results: Sequence[CaseResult], components: Sequence[str]) -> Bottleneck | None:
+def summarise(results: Iterable[CaseResult], components: Sequence[str]) -> Bottleneck | None:
     """The bottleneck of a run: end-to-end pass rate, components ranked by their share of the
     end-to-end failures (with seeded bootstrap CIs over the failing cases), unattributed,
     unknown and masked cases, verdict counts and the worst cases per component.
 
     ``components``: those with a verdict, in pipeline order. ``None`` when no case has an
-    end-to-end verdict.
+    end-to-end verdict. One pass over ``results`` (see :class:`BottleneckTally`).
     """
-    judged = [r for r in results if r.end_to_end is not None]
-    if not judged:
-        return None
-    outcome = Counter(r.end_to_end.status for r in judged)
-    decided = [1.0 if r.end_to_end.status == "pass" else 0.0 for r in judged
-               if r.end_to_end.status in ("pass", "fail")]
-    failed = [r for r in judged if r.end_to_end.status == "fail"]
-    n_failed = len(failed)
-    end_to_end = EndToEndSummary(
-        cases=len(judged), passed=outcome["pass"], failed=outcome["fail"],
-        errors=outcome["error"],
-        pass_rate=sum(decided) / len(decided) if decided else None,
-        ci95=_ci(decided, "end_to_end"))
+    tally = BottleneckTally(components)
+    for result in results:
+        tally.add(result)
+    return tally.summary()
 
-    ranking = []
-    for component in components:
-        shares = [(r.attribution.shares.get(component, 0.0) if r.attribution else 0.0)
-                  for r in failed]
-        total = sum(shares)
-        ranking.append(RankedComponent(
-            component=component, share=total / n_failed if n_failed else None,
-            ci95=_ci(shares, component), failures=round(total, 6)))
-    order = {c: i for i, c in enumerate(components)}
-    ranking.sort(key=lambda row: (-(row.share or 0.0), order[row.component]))
 
-    kinds = Counter(r.attribution.kind for r in judged if r.attribution)
-    unattributed = [1.0 if r.attribution and r.attribution.kind == "unattributed" else 0.0
-                    for r in failed]
-    masked_by = Counter(c for r in judged if r.attribution and r.attribution.kind == "masked"
-                        for c in r.attribution.failing)
-    verdicts = {c: {s: 0 for s in STATUSES} for c in components}
-    for r in results:
+class BottleneckTally:
+    """What :func:`summarise` needs, gathered case by case (in case order) without keeping the
+    cases: counters, one float per case for each bootstrap (0/1 per decided case; per failed
+    case, each component's share and whether it is unattributed), and per component the
+    ``limit`` worst cases so far."""
+
+    def __init__(self, components: Sequence[str], limit: int = WORST_CASES) -> None:
+        self.components = list(components)
+        self.limit = limit
+        self.judged = 0
+        self.outcome: Counter[str] = Counter()
+        self.decided = array("d")
+        self.shares = {c: array("d") for c in self.components}
+        self.unattributed = array("d")
+        self.kinds: Counter[str] = Counter()
+        self.masked_by: Counter[str] = Counter()
+        self.verdicts = {c: dict.fromkeys(STATUSES, 0) for c in self.components}
+        self.worst: dict[str, list[tuple[tuple, int, CaseResult]]] = {
+            c: [] for c in self.components}
+        self._seen = 0
+
+    def add(self, r: CaseResult) -> None:
+        """Count one case (cases must come in case order: worst-case ties go to the first)."""
+        position = self._seen
+        self._seen += 1
+        a = r.attribution
         for c, v in r.verdicts.items():
-            if c in verdicts:
-                verdicts[c][v.status] += 1
-    return Bottleneck(
-        end_to_end=end_to_end, ranking=ranking,
-        unattributed=kinds["unattributed"],
-        unattributed_share=kinds["unattributed"] / n_failed if n_failed else None,
-        unattributed_ci95=_ci(unattributed, "unattributed"),
-        unknown=kinds["unknown"], masked=kinds["masked"],
-        masked_by={c: masked_by[c] for c in components if masked_by[c]},
-        verdicts=verdicts,
-        worst_cases={c: worst_cases(results, c) for c in components})
+            if c in self.verdicts:
+                self.verdicts[c][v.status] += 1
+        if a is not None and a.root_causes:
+            for c in a.root_causes:
+                if c in self.worst:
+                    self._keep_worst(c, r, position)
+        e2e = r.end_to_end
+        if e2e is None:
+            return
+        self.judged += 1
+        self.outcome[e2e.status] += 1
+        if e2e.status in ("pass", "fail"):
+            self.decided.append(1.0 if e2e.status == "pass" else 0.0)
+        if a is not None:
+            self.kinds[a.kind] += 1
+            if a.kind == "masked":
+                self.masked_by.update(a.failing)
+        if e2e.status == "fail":
+            for c, shares in self.shares.items():
+                shares.append(a.shares.get(c, 0.0) if a else 0.0)
+            self.unattributed.append(1.0 if a and a.kind == "unattributed" else 0.0)
+
+    def _keep_worst(self, component: str, r: CaseResult, position: int) -> None:
+        """Keep ``r`` if it is among the ``limit`` lowest by :func:`_worst_key`, ties in case
+        order."""
+        kept = self.worst[component]
+        entry = (_worst_key(r, component), position, r)
+        if len(kept) < self.limit or entry[:2] < kept[-1][:2]:
+            bisect.insort(kept, entry, key=lambda e: e[:2])
+            del kept[self.limit:]
+
+    def summary(self) -> Bottleneck | None:
+        """The bottleneck of the cases added (``None`` without an end-to-end verdict)."""
+        if not self.judged:
+            return None
+        outcome, decided = self.outcome, self.decided
+        n_failed = outcome["fail"]
+        end_to_end = EndToEndSummary(
+            cases=self.judged, passed=outcome["pass"], failed=outcome["fail"],
+            errors=outcome["error"],
+            pass_rate=sum(decided) / len(decided) if decided else None,
+            ci95=_ci(decided, "end_to_end"))
+        ranking = []
+        for component, shares in self.shares.items():
+            total = sum(shares)
+            ranking.append(RankedComponent(
+                component=component, share=total / n_failed if n_failed else None,
+                ci95=_ci(shares, component), failures=round(total, 6)))
+        order = {c: i for i, c in enumerate(self.components)}
+        ranking.sort(key=lambda row: (-(row.share or 0.0), order[row.component]))
+        kinds, masked_by = self.kinds, self.masked_by
+        return Bottleneck(
+            end_to_end=end_to_end, ranking=ranking,
+            unattributed=kinds["unattributed"],
+            unattributed_share=kinds["unattributed"] / n_failed if n_failed else None,
+            unattributed_ci95=_ci(self.unattributed, "unattributed"),
+            unknown=kinds["unknown"], masked=kinds["masked"],
+            masked_by={c: masked_by[c] for c in self.components if masked_by[c]},
+            verdicts=self.verdicts,
+            worst_cases={c: self.worst_cases(c) for c in self.components})
+
+    def worst_cases(self, component: str) -> list[WorstCase]:
+        """The worst cases attributed to ``component`` (see :func:`worst_cases`)."""
+        return [_worst_case(r, component) for _, _, r in self.worst[component]]
 
 
-def worst_cases(results: Sequence[CaseResult], component: str,
+def worst_cases(results: Iterable[CaseResult], component: str,
                 limit: int = WORST_CASES) -> list[WorstCase]:
     """Up to ``limit`` cases attributed to ``component``, lowest criterion values first (by
     the first criterion's value, then the next; a value that is missing counts as lowest), ties
     in case order."""
-    blamed = [r for r in results if r.attribution and component in r.attribution.root_causes]
+    tally = BottleneckTally([component], limit)
+    for result in results:
+        tally.add(result)
+    return tally.worst_cases(component)
 
-    def key(r: CaseResult) -> tuple:
-        values = r.verdicts[component].values.values()
-        return tuple(float("-inf") if v is None else v for v in values)
 
-    out = []
-    for r in sorted(blamed, key=key)[:limit]:
-        verdict = r.verdicts[component]
-        evidence = _evidence(r, component, verdict)
-        reason = verdict.reason or verdict.status
-        out.append(WorstCase(case=r.case.id, values=dict(verdict.values),
-                             reason=f"{reason} — {evidence}" if evidence else reason))
-    return out
+def _worst_key(r: CaseResult, component: str) -> tuple:
+    """The order of the worst cases: the verdict's criterion values (a missing one lowest)."""
+    values = r.verdicts[component].values.values()
+    return tuple(float("-inf") if v is None else v for v in values)
+
+
+def _worst_case(r: CaseResult, component: str) -> WorstCase:
+    """How the report lists a worst case: its id, values and reason, with the evidence."""
+    verdict = r.verdicts[component]
+    evidence = _evidence(r, component, verdict)
+    reason = verdict.reason or verdict.status
+    return WorstCase(case=r.case.id, values=dict(verdict.values),
+                     reason=f"{reason} — {evidence}" if evidence else reason)
 
 
 def _evidence(result: CaseResult, component: str, verdict: Verdict, limit: int = 300) -> str:

@@ -261,7 +261,9 @@ def evaluate_run(
     :param evaluator: name of the evaluator (as registered).
     :param component: the component it is configured on.
     :param results: every :class:`evalharness.models.CaseResult` of the run, in case order
-        (``results[i].components[component]`` holds the per-case metrics).
+        (``results[i].components[component]`` holds the per-case metrics): a sequence read
+        lazily from ``results.jsonl`` — ``len()`` is free, but iterating (or indexing) parses
+        each case from disk again, so iterate once and keep only what you need.
     :param settings: the evaluator's settings.
     :param context: the run's context.
     :returns: ``{metric: MetricValue}`` for exactly the declared run metrics;
@@ -273,9 +275,9 @@ def evaluate_run(
 
         @hookimpl
         def evaluate_run(evaluator, component, results):
-            if evaluator == "coverage":
-                ran = [r for r in results if r.components[component].status == "evaluated"]
-                return {"coverage": MetricValue.of(len(ran) / len(results), n=len(results))}
+            if evaluator == "coverage":  # one pass, nothing kept
+                ran = sum(r.components[component].status == "evaluated" for r in results)
+                return {"coverage": MetricValue.of(ran / len(results), n=len(results))}
     """
 
 
@@ -329,7 +331,9 @@ def report_sections(report: Report, results: Sequence[Any]) -> list[ReportSectio
     sections appear keyed by plugin name, in plugin-name order.
 
     :param report: the aggregated :class:`evalharness.models.Report`.
-    :param results: every :class:`evalharness.models.CaseResult` of the run, in case order.
+    :param results: every :class:`evalharness.models.CaseResult` of the run, in case order: a
+        sequence read lazily from ``results.jsonl`` (iterating parses each case from disk
+        again: iterate once).
     :returns: a list of :class:`evalharness.registry.ReportSection`, or ``None``.
 
     Example::

@@ -19,6 +19,7 @@ traces.
 
 from __future__ import annotations
 
+import bisect
 import html
 import json
 import math
@@ -70,7 +71,8 @@ def e(value: Any) -> str:
 
 
 def render_html(report: Report, results: Sequence[CaseResult]) -> str:
-    """The whole ``report.html`` for ``report`` and the run's case results (in case order)."""
+    """The whole ``report.html`` for ``report`` and the run's case results (in case order: read
+    once, and the failed cases shown — at most :data:`MAX_CASES` — again by index)."""
     colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(report.components)}
     bottleneck = report.bottleneck
     routing = [s for s in report.sections if s.get("plugin") == "evalharness_router"]
@@ -1091,14 +1093,15 @@ def _metric_failed(result: CaseResult) -> bool:
                for c in result.components.values())
 
 
-def _is_failure(result: CaseResult) -> bool:
+def _is_failure(result: CaseResult, metric_failed: bool) -> bool:
+    """Whether the case fails (``metric_failed``: :func:`_metric_failed` of it)."""
     if result.trace.error:
         return True
     if result.end_to_end is not None and result.end_to_end.status in ("fail", "error"):
         return True
     if any(v.status in ("fail", "error") for v in result.verdicts.values()):
         return True
-    return _metric_failed(result)
+    return metric_failed
 
 
 def _causes(result: CaseResult) -> list[str]:
@@ -1126,33 +1129,55 @@ def _case_score(result: CaseResult, unit: set[tuple[str, str]]) -> float:
     return sum(values) / len(values) if values else 1.0
 
 
-def _pick_cases(report: Report, results: Sequence[CaseResult]) -> tuple[list[CaseResult], str]:
-    with_verdicts = any(r.end_to_end is not None or r.verdicts for r in results)
-    if with_verdicts:
-        picked = [r for r in results if _is_failure(r)]
-        return picked, ("Every case that fails end to end, fails a component verdict or has a "
-                        "metric that could not be computed.")
+FEWEST = 25
+"""Without per-case verdicts, the list shows the cases with errors and at least
+``max(FEWEST - errors, 10)`` of the lowest-scoring others."""
+
+
+def _pick_cases(report: Report, results: Sequence[CaseResult]) -> tuple[list[int], int, str]:
+    """Which cases the list shows: their indexes (at most :data:`MAX_CASES`, in case order),
+    how many it would show in all, and how they are picked. One pass over ``results``, keeping
+    indexes only (the cases shown are read again by index)."""
     unit = {(c, m) for c, comp in report.components.items() for m, s in comp.metrics.items()
             if _unit_scale(m, s)}
-    broken = [r for r in results if r.trace.error or _metric_failed(r)]
-    rest = sorted((r for r in results if r not in broken and _case_score(r, unit) < 1.0),
-                  key=lambda r: _case_score(r, unit))
-    picked_ids = {r.case.id for r in broken + rest[:max(25 - len(broken), 10)]}
-    picked = [r for r in results if r.case.id in picked_ids]
-    return picked, ("This run has no per-case verdicts: shown are the cases with errors and the "
-                    "lowest mean scores on 0–1 metrics.")
+    with_verdicts = False
+    failures: list[int] = []  # with verdicts: every failure
+    n_failures = 0
+    broken: list[int] = []  # without: the cases with errors, and the lowest scores of the rest
+    n_broken = 0
+    lowest: list[tuple[float, int]] = []
+    for i, r in enumerate(results):
+        with_verdicts = with_verdicts or r.end_to_end is not None or bool(r.verdicts)
+        failed_metric = _metric_failed(r)
+        if _is_failure(r, failed_metric):
+            n_failures += 1
+            if len(failures) < MAX_CASES:
+                failures.append(i)
+        if r.trace.error or failed_metric:
+            n_broken += 1
+            if len(broken) < MAX_CASES:
+                broken.append(i)
+        elif not with_verdicts and (score := _case_score(r, unit)) < 1.0:
+            bisect.insort(lowest, (score, i))
+            del lowest[FEWEST:]
+    if with_verdicts:
+        return failures, n_failures, ("Every case that fails end to end, fails a component "
+                                      "verdict or has a metric that could not be computed.")
+    rest = [i for _, i in lowest[:max(FEWEST - n_broken, 10)]]
+    return (sorted(broken + rest)[:MAX_CASES], n_broken + len(rest),
+            "This run has no per-case verdicts: shown are the cases with errors and the lowest "
+            "mean scores on 0–1 metrics.")
 
 
 def _cases_section(report: Report, results: Sequence[CaseResult],
                    colours: dict[str, str]) -> str:
-    picked, how = _pick_cases(report, results)
-    total = len(picked)
-    shown = picked[:MAX_CASES]
+    picked, total, how = _pick_cases(report, results)
+    shown = [results[i] for i in picked]
     out = ['<section id="cases" class="card">',
            f'<h2>Failed cases <span class="muted">{total} of {len(results)}</span></h2>',
            f'<p class="lead">{e(how)} Click a case for its trace, gold labels and every '
            "metric.</p>"]
-    if not picked:
+    if not total:
         out.append('<p class="placeholder">No failing case.</p></section>')
         return "\n".join(out)
     tally = Counter(c for r in shown for c in _causes(r))

@@ -30,7 +30,7 @@ import math
 import os
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from evalharness.execution import (
     evaluate_stream,
 )
 from evalharness.judge.base import judge_usage
-from evalharness.models import Bottleneck, CaseResult, HeadroomRecord, HeadroomRow, Trace
+from evalharness.models import Bottleneck, Case, CaseResult, HeadroomRecord, HeadroomRow, Trace
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
 from evalharness.verdicts import criteria_for
@@ -64,10 +64,10 @@ MAX_CASES = 1000
 sample of this many is rerun and the gain is estimated from it (with a wider interval)."""
 
 
-def sample_failed(results: Sequence[CaseResult], limit: int
+def sample_failed(results: Iterable[CaseResult], limit: int
                   ) -> tuple[list[int], int]:
     """The indexes of the failed cases to rerun (all, or a seeded random sample of ``limit``,
-    in case order), and how many failed in all.
+    in case order), and how many failed in all. One pass over ``results``.
 
     >>> from evalharness.models import Case, CaseResult, Verdict
     >>> rs = [CaseResult(case=Case(id=f"c{i}", question="q"), trace={"case_id": f"c{i}"},
@@ -78,13 +78,13 @@ def sample_failed(results: Sequence[CaseResult], limit: int
     >>> len(sample_failed(rs, 2)[0]), sample_failed(rs, 2)[1]
     (2, 5)
     """
-    failed = [i for i, r in enumerate(results)
+    failed = [(i, r.case.id) for i, r in enumerate(results)
               if r.end_to_end is not None and r.end_to_end.status == "fail"]
     if len(failed) <= limit:
-        return failed, len(failed)
-    ids = sorted(results[i].case.id for i in failed)
+        return [i for i, _ in failed], len(failed)
+    ids = sorted(case_id for _, case_id in failed)
     chosen = set(random.Random(seed_for("headroom-sample")).sample(ids, limit))
-    return [i for i in failed if results[i].case.id in chosen], len(failed)
+    return [i for i, case_id in failed if case_id in chosen], len(failed)
 
 
 def limit_of(setting: bool | int) -> int:
@@ -120,7 +120,7 @@ class Job:
 
     oracle: str
     components: tuple[str, ...]
-    case_index: int
+    case: Case
     overrides: dict[str, dict[str, Any]]
 
 
@@ -161,10 +161,15 @@ def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult]
          ) -> tuple[list[tuple[str, tuple[str, ...]]], list[Job], list[HeadroomRecord]]:
     """The oracles (label, components), the reruns they need, and the records of the failed
     cases no rerun can help (no oracle output): one per oracle and failed case in all — of
-    at most ``limit`` failed cases (:func:`sample_failed`)."""
+    at most ``limit`` failed cases (:func:`sample_failed`). Of the results, only the cases
+    of those are kept (each read again by its index)."""
     chosen, _ = sample_failed(results, limit)
-    failed = [(i, results[i]) for i in chosen]
-    outputs = {i: oracle_outputs(scenario, context, r) for i, r in failed}
+    failed: list[tuple[int, Case]] = []
+    outputs = {}
+    for i in chosen:
+        result = results[i]
+        outputs[i] = oracle_outputs(scenario, context, result)
+        failed.append((i, result.case))
     components = [c for c in scenario.pipeline.order
                   if c in scenario.pipeline.components and any(
                       isinstance(outputs[i].get(c), dict) for i, _ in failed)]
@@ -174,19 +179,19 @@ def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult]
     jobs: list[Job] = []
     skipped: list[HeadroomRecord] = []
     for label, comps in oracles:
-        for i, r in failed:
+        for i, case in failed:
             given = {c: o for c in comps if isinstance(o := outputs[i].get(c), dict)}
             failed_here = [c for c in comps if isinstance(outputs[i].get(c), Failed)]
             if failed_here:  # a broken plugin: an error, never a silent "no oracle"
                 why = "; ".join(f"{c}: {outputs[i][c]}" for c in failed_here)
                 skipped.append(HeadroomRecord(oracle=label, components=list(comps),
-                                              case_id=r.case.id, status="error", reason=why))
+                                              case_id=case.id, status="error", reason=why))
             elif given:
-                jobs.append(Job(label, comps, i, given))
+                jobs.append(Job(label, comps, case, given))
             else:
                 why = "; ".join(f"{c}: {outputs[i].get(c)}" for c in comps)
                 skipped.append(HeadroomRecord(oracle=label, components=list(comps),
-                                              case_id=r.case.id, status="no_oracle",
+                                              case_id=case.id, status="no_oracle",
                                               reason=why))
     return oracles, jobs, skipped
 
@@ -274,9 +279,8 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
     done = {(r.oracle, r.case_id): r for r in read_records(path)}
     oracles, jobs, skipped = plan(scenario, context, results, limit)
     records = list(skipped)
-    pending = [j for j in jobs if (j.oracle, results[j.case_index].case.id) not in done]
-    records += [done[(j.oracle, results[j.case_index].case.id)] for j in jobs
-                if (j.oracle, results[j.case_index].case.id) in done]
+    pending = [j for j in jobs if (j.oracle, j.case.id) not in done]
+    records += [done[(j.oracle, j.case.id)] for j in jobs if (j.oracle, j.case.id) in done]
     with open(path, "w", encoding="utf-8") as sink:  # rewritten whole: drops a torn tail
         for record in records:
             sink.write(record.model_dump_json() + "\n")
@@ -288,7 +292,7 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
         if stop is not None:
             stop.on_request(lambda: queue.put_nowait(STOP))
         options = scenario.system.options if scenario.system is not None else {}
-        calls = [(n, results[j.case_index].case, {**options, PARAMETER: j.overrides})
+        calls = [(n, j.case, {**options, PARAMETER: j.overrides})
                  for n, j in enumerate(pending)]
         timeout_s = scenario.system.timeout_s if scenario.system is not None else None
 

@@ -6,15 +6,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from evalharness import __version__, attribution, oracle, verdicts
-from evalharness.judge.base import judge_usage
+from evalharness.judge.base import Usage
 from evalharness.models import (
     Bottleneck,
     CaseResult,
@@ -29,20 +30,29 @@ from evalharness.models import (
     Step,
 )
 from evalharness.registry import ReportSection
+from evalharness.results import Results
 from evalharness.runner import RunOutcome
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
 
 
 def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
-    """Aggregate a run's results (in case order) into a :class:`Report`."""
-    results = outcome.results
+    """Aggregate a run's results (in case order) into a :class:`Report`.
+
+    One pass over ``outcome.results`` gathers everything the report computes itself
+    (:class:`RunTally`: per case, a few numbers); then the plugins' ``evaluate_run`` and
+    ``report_sections`` hooks read the results on their own. Results written before verdicts
+    existed are judged now, the same way: ``outcome.results`` becomes a view that judges them
+    as they are read (a list is judged in place), so the HTML page shows the same verdicts."""
+    criteria = verdicts.criteria_for(scenario)
+    results = outcome.results = _with_verdicts(outcome.results, criteria)
     host = scenario.host
-    prices = scenario.spec.judge.prices
+    tally = RunTally(scenario, criteria.judged())
+    for result in results:
+        tally.add(result)
     components: dict[str, ComponentReport] = {}
     for component in scenario.pipeline.order:
-        statuses = Counter(r.components[component].status for r in results
-                           if component in r.components)
+        statuses = tally.statuses[component]
         metrics: dict[str, MetricSummary] = {}
         runs = []
         for configured in scenario.evaluators_on(component):
@@ -52,29 +62,24 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                 settings=configured.settings.model_dump(mode="json"),
                 budget_s=configured.budget_s))
             for metric in configured.metrics:
-                metrics[metric] = summarise(
-                    [r.components[component].metrics[metric] for r in results
-                     if component in r.components and metric in r.components[component].metrics],
-                    configured.name, prices, seed=seed_for(component, metric))
+                metrics[metric] = tally.metrics[component][metric].summary(
+                    configured.name, seed=seed_for(component, metric))
             if configured.run_metrics:
-                metrics.update(run_level(scenario, outcome, component, configured))
+                metrics.update(run_level(scenario, outcome, component, configured,
+                                         evaluated=statuses["evaluated"]))
+        usage = tally.component_usage[component]
         components[component] = ComponentReport(
             kind=scenario.pipeline.kind(component),
             cases={s: statuses.get(s, 0) for s in ("evaluated", "not_run", "error")},
             metrics=metrics,
-            cost=cost_of([r.trace.step(component) for r in results]),
+            cost=tally.costs[component].summary(),
             evaluators=runs,
-            judge=_usage_of(results, component, prices),
+            judge=usage.summary() if usage.counted else None,
         )
     _shares([c.cost for c in components.values()])
-    gates = [gate_result(gate, components[gate.component].metrics[gate.metric], results)
-             for gate in scenario.gates]
-    criteria = verdicts.criteria_for(scenario)
-    stale = [r for r in results if not r.verdicts and r.end_to_end is None]
-    if stale:  # results written before verdicts existed: judge them now, the same way
-        verdicts.apply(scenario, stale, criteria)
+    gates = [g.result(components[g.gate.component].metrics[g.gate.metric]) for g in tally.gates]
     judge = outcome.context.judge.identity() if outcome.context.judge else {"backend": None}
-    judge["usage"] = _usage_of(results, None, prices)
+    judge["usage"] = tally.usage.summary() if tally.usage.counted else None
     report = Report(
         scenario={"name": scenario.name, "path": str(scenario.path),
                   "sha256": scenario.sha256},
@@ -82,15 +87,15 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         versions={"evalharness": __version__} | {
             name: info.version for name, info in sorted(host.plugins.items())
             if info.source != "core"},
-        cases={"total": len(scenario.cases), "evaluated": len(results),
-               "system_errors": sum(1 for r in results if r.trace.error)},
+        cases={"total": len(scenario.cases), "evaluated": tally.cases,
+               "system_errors": tally.system_errors},
         components=components,
         gates=gates,
         verdict_criteria=criteria.report(),
-        bottleneck=attribution.summarise(results, criteria.judged()),
+        bottleneck=tally.bottleneck.summary(),
         warnings=[*getattr(outcome, "warnings", []),
                   *getattr(outcome.context.judge, "warnings", []),
-                  *run_warnings(scenario, results)],
+                  *tally.warnings.result()],
         run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
     )
@@ -103,7 +108,179 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
     return report
 
 
-def gate_result(gate: Any, summary: MetricSummary, results: Sequence[CaseResult]
+def _with_verdicts(results: Sequence[CaseResult], criteria: verdicts.Criteria
+                   ) -> Sequence[CaseResult]:
+    """``results`` with those written before verdicts existed judged now, the same way: a
+    :class:`Results` view judges them as they are read; a list is judged in place."""
+
+    def judged(result: CaseResult) -> CaseResult:
+        if not result.verdicts and result.end_to_end is None:
+            verdicts.apply(None, [result], criteria)
+        return result
+
+    if isinstance(results, Results):
+        return results.prepared(judged)
+    for result in results:
+        judged(result)
+    return results
+
+
+class RunTally:
+    """Everything the report computes from the results itself, gathered in one pass in case
+    order (:meth:`add`) and kept small: per metric its values as floats, its error reasons and
+    judge usage (:class:`MetricTally`); per component its statuses, latencies and tokens
+    (:class:`CostTally`) and judge usage; per gate its errors (:class:`GateTally`); the
+    bottleneck (:class:`attribution.BottleneckTally`); the warnings (:class:`WarningTally`).
+    Nothing of a case is kept but those numbers (and a few worst cases)."""
+
+    def __init__(self, scenario: Scenario, judged: Sequence[str]) -> None:
+        prices = scenario.spec.judge.prices
+        order = scenario.pipeline.order
+        self.cases = 0
+        self.system_errors = 0
+        self.statuses: dict[str, Counter[str]] = {c: Counter() for c in order}
+        self.metrics: dict[str, dict[str, MetricTally]] = {c: {} for c in order}
+        for component in order:
+            for configured in scenario.evaluators_on(component):
+                for metric in configured.metrics:
+                    self.metrics[component].setdefault(metric, MetricTally(prices))
+        self.costs = {c: CostTally() for c in order}
+        self.component_usage = {c: Usage(prices) for c in order}
+        self.usage = Usage(prices)
+        self.gates = [GateTally(gate) for gate in scenario.gates]
+        self.bottleneck = attribution.BottleneckTally(judged)
+        self.warnings = WarningTally(scenario)
+
+    def add(self, r: CaseResult) -> None:
+        """Count one case (cases come in case order)."""
+        self.cases += 1
+        self.system_errors += bool(r.trace.error)
+        everything: list[dict] = []
+        for name, comp in r.components.items():
+            tallies = self.metrics.get(name)
+            if tallies is not None:
+                self.statuses[name][comp.status] += 1
+            records: list[dict] = []
+            for metric, value in comp.metrics.items():
+                found = value.details.get("judgments")
+                mine = [x for x in found if isinstance(x, dict)] if found else []
+                tally = tallies.get(metric) if tallies is not None else None
+                if tally is not None:
+                    tally.add(value, mine)
+                records += mine
+            if records:
+                if tallies is not None:
+                    self.component_usage[name].add(records)
+                everything += records
+        if everything:
+            self.usage.add(everything)
+        for component, cost in self.costs.items():
+            cost.add(r.trace.step(component))
+        for gate in self.gates:
+            gate.add(r)
+        self.bottleneck.add(r)
+        self.warnings.add(r)
+
+
+class MetricTally:
+    """One metric over the run, value by value: the computed values (floats, in case order,
+    for the mean and its bootstrap interval), the error reasons, and the judge usage of the
+    records its values carry.
+
+    >>> tally = MetricTally()
+    >>> for value in (MetricValue.of(1.0), MetricValue.of(0.0), MetricValue.failed("empty")):
+    ...     tally.add(value)
+    >>> s = tally.summary("answer_present")
+    >>> s.mean, s.n, s.errors, s.error_reasons, s.judge
+    (0.5, 2, 1, {'empty': 1}, None)
+    """
+
+    def __init__(self, prices: dict | None = None) -> None:
+        self.values = array("d")
+        self.reasons: Counter[str] = Counter()
+        self.usage = Usage(prices)
+
+    def add(self, value: MetricValue, records: Sequence[dict] | None = None) -> None:
+        """Count one case's value; ``records``: its judgment records (read from its
+        ``details`` when not given)."""
+        if value.error is None:
+            self.values.append(value.value)
+        else:
+            self.reasons[value.error] += 1
+        if records is None:
+            records = [x for x in value.details.get("judgments") or () if isinstance(x, dict)]
+        if records:
+            self.usage.add(records)
+
+    def summary(self, evaluator: str, *, seed: int = 0) -> MetricSummary:
+        """Mean over computed values with its seeded bootstrap CI; errors counted with their
+        most frequent reasons (ties: the first met); judge usage."""
+        numbers, reasons = self.values, self.reasons
+        ci = bootstrap_ci(numbers, seed=seed)
+        return MetricSummary(
+            mean=math.fsum(numbers) / len(numbers) if numbers else None,
+            ci95=list(ci) if ci is not None else None,
+            n=len(numbers), errors=sum(reasons.values()), evaluator=evaluator,
+            error_reasons=dict(reasons.most_common(5)),
+            judge=self.usage.summary() if self.usage.counted else None)
+
+
+def summarise(values: Iterable[MetricValue], evaluator: str, prices: dict | None = None, *,
+              seed: int = 0) -> MetricSummary:
+    """Mean over computed values; errors counted with their most frequent reasons; judge usage
+    summed from the judgment records the values carry (``details["judgments"]``), one value
+    per case (:class:`MetricTally`)."""
+    tally = MetricTally(prices)
+    for value in values:
+        tally.add(value)
+    return tally.summary(evaluator, seed=seed)
+
+
+class GateTally:
+    """A gate's error count, case by case (see :func:`gate_result`)."""
+
+    def __init__(self, gate: Any) -> None:
+        self.gate = gate
+        self.n = self.errors = self.failed_systems = 0
+
+    def add(self, r: CaseResult) -> None:
+        """Count one case."""
+        self.failed_systems += bool(r.trace.error)
+        comp = r.components.get(self.gate.component)
+        value = comp.metrics.get(self.gate.metric) if comp is not None else None
+        if value is not None:
+            self.n += 1
+            self.errors += value.error is not None
+        elif r.trace.error or (comp is not None and comp.status == "error"):
+            self.n += 1
+            self.errors += 1
+
+    def result(self, summary: MetricSummary) -> GateResult:
+        """The gate's outcome, given its metric's summary."""
+        gate = self.gate
+        if summary.scope == "run":
+            errors = summary.errors + self.failed_systems
+            n = summary.n + summary.errors + self.failed_systems
+        else:
+            errors, n = self.errors, self.n
+        rate = errors / n if n else None
+        holds = gate.check(summary.mean)
+        too_many = rate is not None and rate > gate.max_error_rate
+        reason = None
+        if summary.mean is None:
+            reason = "the metric could not be computed for any case"
+        elif too_many:
+            reason = (f"{errors} of {n} cases ({pct(rate)}) are errors, above max_error_rate "
+                      f"{pct(gate.max_error_rate)}: the mean covers only the rest")
+        elif not holds:
+            reason = f"{fmt(summary.mean)} is not {gate.op} {gate.threshold:g}"
+        return GateResult(name=gate.name, component=gate.component, metric=gate.metric,
+                          op=gate.op, threshold=gate.threshold, value=summary.mean,
+                          passed=holds and not too_many, n=n, errors=errors, error_rate=rate,
+                          max_error_rate=gate.max_error_rate, reason=reason)
+
+
+def gate_result(gate: Any, summary: MetricSummary, results: Iterable[CaseResult]
                 ) -> GateResult:
     """A gate's outcome. Its value is the metric's mean, and its errors are every case the
     mean could not count: an error value, an invalid step, or a system that failed for the
@@ -125,74 +302,47 @@ def gate_result(gate: Any, summary: MetricSummary, results: Sequence[CaseResult]
     >>> g.reason
     '2 of 10 cases (20%) are errors, above max_error_rate 5%: the mean covers only the rest'
     """
-    if summary.scope == "run":
-        errors, n = summary.errors, summary.n + summary.errors
-        failed_systems = sum(1 for r in results if r.trace.error)
-        errors += failed_systems
-        n += failed_systems
-    else:
-        errors = n = 0
-        for r in results:
-            comp = r.components.get(gate.component)
-            value = comp.metrics.get(gate.metric) if comp is not None else None
-            if value is not None:
-                n += 1
-                errors += value.error is not None
-            elif r.trace.error or (comp is not None and comp.status == "error"):
-                n += 1
-                errors += 1
-    rate = errors / n if n else None
-    holds = gate.check(summary.mean)
-    too_many = rate is not None and rate > gate.max_error_rate
-    reason = None
-    if summary.mean is None:
-        reason = "the metric could not be computed for any case"
-    elif too_many:
-        reason = (f"{errors} of {n} cases ({pct(rate)}) are errors, above max_error_rate "
-                  f"{pct(gate.max_error_rate)}: the mean covers only the rest")
-    elif not holds:
-        reason = f"{fmt(summary.mean)} is not {gate.op} {gate.threshold:g}"
-    return GateResult(name=gate.name, component=gate.component, metric=gate.metric,
-                      op=gate.op, threshold=gate.threshold, value=summary.mean,
-                      passed=holds and not too_many, n=n, errors=errors, error_rate=rate,
-                      max_error_rate=gate.max_error_rate, reason=reason)
-
-
-def _usage_of(results: Sequence[CaseResult], component: str | None, prices: dict | None
-              ) -> dict | None:
-    """Judge usage of one component (or of the whole run): the judgment records stored with
-    its metric values, each counted once however many metrics share it."""
-    records = [r for result in results
-               for name, comp in result.components.items()
-               if component is None or name == component
-               for value in comp.metrics.values()
-               for r in value.details.get("judgments") or () if isinstance(r, dict)]
-    return judge_usage(records, prices) if records else None
-
-
-def run_warnings(scenario: Scenario, results: Sequence[CaseResult]) -> list[str]:
-    """What the results show that a reader must not miss: steps of components the pipeline
-    does not have (never evaluated), and cases recorded with warnings."""
-    out = []
-    unknown: Counter[str] = Counter()
-    components = set(scenario.pipeline.components)
+    tally = GateTally(gate)
     for r in results:
+        tally.add(r)
+    return tally.result(summary)
+
+
+class WarningTally:
+    """What the results show that a reader must not miss: steps of components the pipeline
+    does not have (never evaluated), and cases recorded with warnings; case by case."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.components = set(scenario.pipeline.components)
+        self.unknown: Counter[str] = Counter()
+        self.warned = 0
+        self.first: tuple[str, str] | None = None
+
+    def add(self, r: CaseResult) -> None:
+        """Count one case."""
         for name in ("router", "text2sql", "retriever", "generator"):
-            if name not in components and getattr(r.trace, name) is not None:
-                unknown[name] += 1
+            if name not in self.components and getattr(r.trace, name) is not None:
+                self.unknown[name] += 1
         for name in r.trace.steps:
-            if name not in components:
-                unknown[name] += 1
-    for name, n in sorted(unknown.items()):
-        out.append(f"{n_cases(n)} have a {name!r} step, but the pipeline has no component "
-                   f"{name!r}: it is not evaluated (add it under `pipeline:`, or check its "
-                   "name)")
-    warned = [r for r in results if r.warnings]
-    if warned:
-        first = warned[0]
-        out.append(f"{n_cases(len(warned))} were recorded with warnings (see `warnings` in "
-                   f"results.jsonl), e.g. {first.case.id!r}: {first.warnings[0]}")
-    return out
+            if name not in self.components:
+                self.unknown[name] += 1
+        if r.warnings:
+            self.warned += 1
+            if self.first is None:
+                self.first = (r.case.id, r.warnings[0])
+
+    def result(self) -> list[str]:
+        """The warnings, for ``Report.warnings``."""
+        out = []
+        for name, n in sorted(self.unknown.items()):
+            out.append(f"{n_cases(n)} have a {name!r} step, but the pipeline has no component "
+                       f"{name!r}: it is not evaluated (add it under `pipeline:`, or check its "
+                       "name)")
+        if self.first is not None:
+            case_id, warning = self.first
+            out.append(f"{n_cases(self.warned)} were recorded with warnings (see `warnings` in "
+                       f"results.jsonl), e.g. {case_id!r}: {warning}")
+        return out
 
 
 def _add_headroom(report: Report, outcome: RunOutcome) -> None:
@@ -209,13 +359,15 @@ def _add_headroom(report: Report, outcome: RunOutcome) -> None:
 
 
 def run_level(scenario: Scenario, outcome: RunOutcome, component: str,
-              configured: Any) -> dict[str, MetricSummary]:
+              configured: Any, evaluated: int | None = None) -> dict[str, MetricSummary]:
     """The evaluator's run-level metrics (its ``evaluate_run`` hook), as summaries with
     ``scope="run"``; a metric that could not be computed is an error with its reason, and an
-    evaluator that raises or answers wrongly costs its run metrics, never the report."""
+    evaluator that raises or answers wrongly costs its run metrics, never the report.
+    ``evaluated``: how many cases the component was evaluated for (counted when not given)."""
     results = outcome.results
-    evaluated = sum(1 for r in results if component in r.components
-                    and r.components[component].status == "evaluated")
+    if evaluated is None:
+        evaluated = sum(1 for r in results if component in r.components
+                        and r.components[component].status == "evaluated")
     label = f"evaluator {configured.name!r} of plugin {configured.plugin!r}"
     problem = None
     try:
@@ -278,23 +430,6 @@ def _sections_of(host, plugin: str, report: Report, results) -> list[dict[str, A
     return out
 
 
-def summarise(values: Sequence, evaluator: str, prices: dict | None = None, *,
-              seed: int = 0) -> MetricSummary:
-    """Mean over computed values; errors counted with their most frequent reasons; judge usage
-    summed from the judgment records the values carry (``details["judgments"]``)."""
-    numbers = [v.value for v in values if v.error is None]
-    reasons = Counter(v.error for v in values if v.error is not None)
-    records = [r for v in values for r in v.details.get("judgments", [])
-               if isinstance(r, dict)]
-    ci = bootstrap_ci(numbers, seed=seed)
-    return MetricSummary(
-        mean=math.fsum(numbers) / len(numbers) if numbers else None,
-        ci95=list(ci) if ci is not None else None,
-        n=len(numbers), errors=sum(reasons.values()), evaluator=evaluator,
-        error_reasons=dict(reasons.most_common(5)),
-        judge=judge_usage(records, prices) if records else None)
-
-
 def _sum_usage(usages: list[dict]) -> dict | None:
     """Add up judge usage summaries.
 
@@ -312,24 +447,48 @@ def _sum_usage(usages: list[dict]) -> dict | None:
     return out
 
 
-def cost_of(steps: Sequence[Any]) -> CostSummary:
-    """Latency percentiles and token sums over the steps that ran."""
-    ran = [s if isinstance(s, Step) else _as_step(s) for s in steps if s is not None]
-    lat = [float(s.latency_ms) for s in ran if s.latency_ms is not None]
-    prompt = completion = 0
-    for s in ran:
+class CostTally:
+    """A component's steps over the run, step by step: how many ran, their latencies (floats)
+    and token sums.
+
+    >>> tally = CostTally()
+    >>> for step in (Step(latency_ms=10.0), None, {"latency_ms": 30, "usage": {
+    ...         "prompt_tokens": 5, "completion_tokens": 1}}):
+    ...     tally.add(step)
+    >>> cost = tally.summary()
+    >>> cost.steps, cost.latency_ms["mean"], cost.tokens
+    (2, 20.0, {'prompt': 5, 'completion': 1, 'total': 6})
+    """
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.latency = array("d")
+        self.prompt = self.completion = 0
+
+    def add(self, step: Any) -> None:
+        """Count one case's step (``None``: it did not run)."""
+        if step is None:
+            return
+        s = step if isinstance(step, Step) else _as_step(step)
+        self.steps += 1
+        if s.latency_ms is not None:
+            self.latency.append(float(s.latency_ms))
         if s.usage is not None:
-            prompt += s.usage.prompt_tokens
-            completion += s.usage.completion_tokens
-    if lat:
-        arr = np.asarray(lat)
-        latency = {"mean": float(arr.mean()), "p50": float(np.percentile(arr, 50)),
-                   "p95": float(np.percentile(arr, 95)), "total": float(arr.sum())}
-    else:
-        latency = {"mean": None, "p50": None, "p95": None, "total": None}
-    return CostSummary(steps=len(ran), latency_ms=latency,
-                       tokens={"prompt": prompt, "completion": completion,
-                               "total": prompt + completion})
+            self.prompt += s.usage.prompt_tokens
+            self.completion += s.usage.completion_tokens
+
+    def summary(self) -> CostSummary:
+        """Latency percentiles and token sums."""
+        if self.latency:
+            arr = np.asarray(self.latency)
+            latency = {"mean": float(arr.mean()), "p50": float(np.percentile(arr, 50)),
+                       "p95": float(np.percentile(arr, 95)), "total": float(arr.sum())}
+        else:
+            latency = {"mean": None, "p50": None, "p95": None, "total": None}
+        prompt, completion = self.prompt, self.completion
+        return CostSummary(steps=self.steps, latency_ms=latency,
+                           tokens={"prompt": prompt, "completion": completion,
+                                   "total": prompt + completion})
 
 
 def _shares(costs: Sequence[CostSummary]) -> None:

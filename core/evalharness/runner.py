@@ -18,17 +18,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from evalharness import oracle
 from evalharness.context import Database, EvalContext, build_sqlite, load_corpus
-from evalharness.errors import USER_CODE_ERRORS, InputError, RunError, ScenarioError, describe
+from evalharness.errors import USER_CODE_ERRORS, RunError, ScenarioError, describe
 from evalharness.evaluate import evaluate_batch
 from evalharness.execution import (
     END,
@@ -41,6 +39,8 @@ from evalharness.execution import (
 from evalharness.importing import import_file
 from evalharness.lock import RunLock
 from evalharness.models import CaseResult, HeadroomRecord, Trace
+from evalharness.results import Results
+from evalharness.results import read_results as read_results  # for small uses, e.g. tests
 from evalharness.scenario import Scenario
 
 RESULTS = "results.jsonl"
@@ -52,7 +52,9 @@ class RunOutcome:
     """What a finished (or interrupted) run leaves behind."""
 
     out_dir: Path
-    results: list[CaseResult]
+    results: Sequence[CaseResult]
+    """Every result, in case order: a :class:`~evalharness.results.Results` view that reads
+    each from ``results.jsonl`` when asked (``len``, indexing, iteration)."""
     context: EvalContext
     started_at: str
     duration_s: float
@@ -70,7 +72,7 @@ class RunOutcome:
 
     def __repr__(self) -> str:
         # Short on purpose: asyncio formats the finished run's task, result included, when
-        # it restores the SIGINT handler; a repr of every result took seconds and gigabytes.
+        # it restores the SIGINT handler (a repr of every result took seconds and gigabytes).
         return (f"RunOutcome(out_dir={str(self.out_dir)!r}, results={len(self.results)}, "
                 f"resumed={self.resumed}, interrupted={self.interrupted})")
 
@@ -186,113 +188,6 @@ def check_resources(scenario: Scenario) -> None:
         load_corpus(scenario.corpus_path)
 
 
-def read_results(path: Path, *, repair: bool = False, warnings: list[str] | None = None
-                 ) -> list[CaseResult]:
-    """Read ``results.jsonl``, one result per case id. With ``repair``, drop a torn last line
-    left by a kill.
-
-    A case id met again (a line repeated by hand, or by two runs on one folder before the run
-    lock existed) counts once — the first line — and is reported in ``warnings``.
-
-    The file is streamed, never held whole in memory, and the strings of all results are
-    shared: chunk texts, contexts, claims, reasons, SQL, keys repeat from case to case, and
-    sharing them takes a third off the memory the results hold."""
-    if not path.is_file():
-        return []
-    results: list[CaseResult] = []
-    # No garbage collection while the results pile up: each collection would walk the objects
-    # read so far (reading 10k results took five times as long), and reading creates no
-    # reference cycles for it to find. Then everything goes straight to the oldest generation
-    # (freeze + unfreeze), so the next young collections do not walk the results either.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        repeated = _read_into(results, path, repair)
-    finally:
-        gc.freeze()
-        gc.unfreeze()
-        if collecting:
-            gc.enable()
-    if repeated and warnings is not None:
-        (case_id, first, again), n = repeated[0], len(repeated)
-        warnings.append(f"{path} repeats {n} case{'s' if n > 1 else ''} (e.g. {case_id!r} on "
-                        f"lines {first} and {again}); each case counts once, from its first "
-                        "line")
-    if repair:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        good_end = data.rfind(b"\n") + 1
-        if good_end != len(data):
-            with open(path, "r+b") as fh:
-                fh.truncate(good_end)
-    return results
-
-
-def _read_into(results: list[CaseResult], path: Path, repair: bool
-               ) -> list[tuple[str, int, int]]:
-    share = _Strings()
-    seen: dict[str, int] = {}
-    repeated: list[tuple[str, int, int]] = []
-    with open(path, "rb") as fh:
-        lineno = 0
-        for raw in fh:
-            lineno += 1
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                if repair and not raw.endswith(b"\n") and not fh.peek(1):
-                    return repeated  # a torn last line: a write cut short by a kill
-                where = (f"{exc.msg} at column {exc.colno}"
-                         if isinstance(exc, json.JSONDecodeError) else str(exc))
-                raise InputError(f"{path}, line {lineno}: not valid JSON ({where}); each line "
-                                 "must be one JSON object") from None
-            if not isinstance(record, dict):
-                raise InputError(f"{path}, line {lineno}: expected a JSON object, got "
-                                 f"{type(record).__name__}")
-            try:
-                result = CaseResult.model_validate(share.dict(record))
-            except ValidationError as exc:
-                raise InputError(f"{path}, line {lineno}: not a result record "
-                                 f"({exc.error_count()} problems, first: "
-                                 f"{exc.errors()[0]['msg']}); was this file written by "
-                                 "evalharness?") from None
-            first = seen.setdefault(result.case.id, lineno)
-            if first != lineno:
-                repeated.append((result.case.id, first, lineno))
-                continue
-            results.append(result)
-    return repeated
-
-
-class _Strings:
-    """Equal strings as one object: a JSON value rebuilt with every key and string shared.
-
-    >>> share = _Strings()
-    >>> a, b = share.dict({"text": "x" * 100}), share.dict({"text": "x" * 100})
-    >>> a == b and a is not b and a["text"] is b["text"]
-    True
-    """
-
-    def __init__(self) -> None:
-        self._seen: dict[str, str] = {}
-
-    def dict(self, value: dict) -> dict:
-        one = self._seen.setdefault
-        return {one(k, k): (one(v, v) if type(v) is str else self._any(v))
-                for k, v in value.items()}
-
-    def _any(self, value: Any) -> Any:
-        kind = type(value)
-        if kind is dict:
-            return self.dict(value)
-        if kind is list:
-            one = self._seen.setdefault
-            return [one(v, v) if type(v) is str else self._any(v) for v in value]
-        return value
-
-
 @contextlib.contextmanager
 def fewer_collections(young: int = 50_000):
     """Collect the youngest generation every ``young`` allocations instead of every 700
@@ -321,7 +216,8 @@ async def run(
     flush_seconds: float = 1.0,
     headroom: bool = True,
 ) -> RunOutcome:
-    """Run the scenario into ``out_dir``; return every result (old and new) in case order.
+    """Run the scenario into ``out_dir``; return every result (old and new) in case order, as
+    a :class:`~evalharness.results.Results` view of ``results.jsonl``.
 
     Then, with ``headroom`` (and the scenario's ``system.headroom``), when the system accepts
     ``overrides``, rerun the failed cases under each component's oracle
@@ -359,7 +255,8 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                        "continue that run, or choose another --out")
     context = prepare_context(scenario, out_dir, judge)
     warnings: list[str] = []
-    previous: list[CaseResult] = []
+    order = [c.id for c in scenario.cases]
+    done: set[str] = set()
     if resume:
         if not manifest_path.is_file():
             raise RunError(f"{out_dir}: nothing to resume (no {MANIFEST}); run without "
@@ -370,7 +267,8 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                            f"({manifest.get('scenario')}): {_changed(manifest, scenario)} "
                            "since. --resume continues only an unchanged scenario; choose "
                            "another --out to start afresh")
-        previous = read_results(results_path, repair=True, warnings=warnings)
+        previous = Results.open(results_path, order=order, repair=True, warnings=warnings)
+        done = set(previous.case_ids)
         started_at = manifest.get("started_at")
     else:
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -380,9 +278,6 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
             "started_at": started_at}, indent=2))
         results_path.write_text("")
 
-    known = {c.id for c in scenario.cases}
-    done = {r.case.id for r in previous if r.case.id in known}
-    del previous
     pending = [c for c in scenario.cases if c.id not in done]
     progress.start(len(scenario.cases), len(done))
     t0 = time.perf_counter()
@@ -433,10 +328,9 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                 and producer.exception() is not None:
             raise producer.exception()
 
-        results = read_results(results_path, warnings=warnings)
-        order = {c.id: i for i, c in enumerate(scenario.cases)}
-        results = sorted((r for r in results if r.case.id in order),
-                         key=lambda r: order[r.case.id])
+        # never every result in memory: a view reads each from its line when asked
+        results = Results.open(results_path, order=order, warnings=warnings)
+        del order
         outcome = RunOutcome(out_dir=out_dir, results=results, context=context,
                              started_at=started_at, duration_s=time.perf_counter() - t0,
                              resumed=len(done), interrupted=interrupted, warnings=warnings)

@@ -7,7 +7,7 @@ component of kind ``router`` on which the ``routing`` evaluator ran.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evalharness import RouterStep
@@ -67,24 +67,40 @@ def routing_sections(report, results: Sequence[Any]) -> list[ReportSection]:
     return sections
 
 
-def labelled(component: str, results: Sequence[Any]
+def labelled(component: str, results: Iterable[Any]
              ) -> tuple[list[Pair], list[float], list[bool]]:
     """What every run-level number of a router is computed from: the ``(chosen, gold)`` route
     sets of the evaluated cases with gold routes, and, for those whose router reports a
-    confidence, the confidence and whether the chosen set was exactly right."""
-    pairs: list[Pair] = []
-    confidences: list[float] = []
-    correct: list[bool] = []
+    confidence, the confidence and whether the chosen set was exactly right. One pass over
+    ``results``."""
+    labels = _Labels()
     for result in results:
         step = _router_step(result, component)
-        if step is None or result.case.gold.routes is None:
-            continue
+        if step is not None:
+            labels.add(result, step)
+    return labels.pairs, labels.confidences, labels.correct
+
+
+class _Labels:
+    """:func:`labelled`, case by case. Equal pairs are one object: a run has few distinct
+    route sets, so a pair costs a pointer per case."""
+
+    def __init__(self) -> None:
+        self.pairs: list[Pair] = []
+        self.confidences: list[float] = []
+        self.correct: list[bool] = []
+        self._same: dict[Pair, Pair] = {}
+
+    def add(self, result: Any, step: RouterStep) -> None:
+        """Count one evaluated case's router step."""
+        if result.case.gold.routes is None:
+            return
         chosen, gold = frozenset(step.routes), frozenset(result.case.gold.routes)
-        pairs.append((chosen, gold))
+        pair = self._same.setdefault((chosen, gold), (chosen, gold))
+        self.pairs.append(pair)
         if step.confidence is not None:
-            confidences.append(step.confidence)
-            correct.append(chosen == gold)
-    return pairs, confidences, correct
+            self.confidences.append(step.confidence)
+            self.correct.append(chosen == gold)
 
 
 def _router_step(result, component: str) -> RouterStep | None:
@@ -100,13 +116,15 @@ def _router_step(result, component: str) -> RouterStep | None:
 def routing_section(component: str, results: Sequence[Any], *, bins: int = 10,
                     fallback_routes: Sequence[str] = (), brier_mean: float | None = None
                     ) -> ReportSection:
-    """The section for one router component, from the run's case results."""
+    """The section for one router component, from the run's case results (one pass)."""
     fallback = set(fallback_routes)
     evaluated = no_gold = abstain_none = abstain_fallback = 0
+    labels = _Labels()
     for result in results:
         step = _router_step(result, component)
         if step is None:
             continue
+        labels.add(result, step)
         evaluated += 1
         chosen = frozenset(step.routes)
         if not chosen:
@@ -114,7 +132,7 @@ def routing_section(component: str, results: Sequence[Any], *, bins: int = 10,
         elif fallback and chosen <= fallback:
             abstain_fallback += 1
         no_gold += result.case.gold.routes is None
-    pairs, confidences, correct = labelled(component, results)
+    pairs, confidences, correct = labels.pairs, labels.confidences, labels.correct
 
     routes = sorted({r for p, g in pairs for r in p | g})
     counts = route_counts(pairs, routes)

@@ -737,30 +737,63 @@ def judge_usage(records: Sequence[dict[str, Any]], prices: dict[str, Price] | No
     >>> judge_usage([{"id": "a", "requests": 1}] * 3)["requests"]
     1
     """
-    seen: set[str] = set()
-    unique = []
-    for r in records:
-        rid = r.get("id")
-        if rid is not None:
-            if rid in seen:
-                continue
-            seen.add(rid)
-        unique.append(r)
-    out = {"judgments": len(unique), "requests": 0, "cache_hits": 0, "prompt_tokens": 0,
-           "completion_tokens": 0, "errors": 0}
-    cost = 0.0
-    priced = False
-    for r in unique:
-        out["requests"] += int(r.get("requests", 0))
-        out["cache_hits"] += bool(r.get("cached")) or bool(r.get("shared"))
-        out["prompt_tokens"] += int(r.get("prompt_tokens", 0))
-        out["completion_tokens"] += int(r.get("completion_tokens", 0))
-        out["errors"] += r.get("error") is not None
-        price = (prices or {}).get(r.get("model") or "")
-        if price is not None:
-            priced = True
-            cost += (r.get("prompt_tokens", 0) * price.input
-                     + r.get("completion_tokens", 0) * price.output) / 1e6
-    if priced:
-        out["cost"] = round(cost, 10)
-    return out
+    usage = Usage(prices)
+    usage.add(records)
+    return usage.summary()
+
+
+class Usage:
+    """Judge usage summed as records arrive, for a run too large to hold them: :meth:`add`
+    takes the records of one case at a time and counts each ``id`` once among them, and
+    :meth:`summary` is what :func:`judge_usage` gives for all of them at once.
+
+    That is exact because a record belongs to one case: a judgment's record is stored with
+    the value it produced (an evaluator's unstored judgments with its batch's first case, by
+    ``evaluate._account``), and every judgment, cache hit or shared answer has its own id.
+    The sums (and the cost, a float) are added in the order the records come.
+
+    >>> usage = Usage()
+    >>> usage.add([{"id": "a", "requests": 1}, {"id": "a", "requests": 1}])
+    >>> usage.add([{"id": "b", "requests": 2, "cached": True}])
+    >>> usage.summary()["requests"], usage.summary()["judgments"], usage.summary()["cache_hits"]
+    (3, 2, 1)
+    """
+
+    def __init__(self, prices: dict[str, Price] | None = None) -> None:
+        self.prices = prices or {}
+        self.counted = False
+        """Whether any record was added."""
+        self._out = {"judgments": 0, "requests": 0, "cache_hits": 0, "prompt_tokens": 0,
+                     "completion_tokens": 0, "errors": 0}
+        self._cost = 0.0
+        self._priced = False
+
+    def add(self, records: Sequence[dict[str, Any]]) -> None:
+        """Count the records of one case (each id once among them)."""
+        seen: set[str] = set()
+        out, prices = self._out, self.prices
+        for r in records:
+            self.counted = True
+            rid = r.get("id")
+            if rid is not None:
+                if rid in seen:
+                    continue
+                seen.add(rid)
+            out["judgments"] += 1
+            out["requests"] += int(r.get("requests", 0))
+            out["cache_hits"] += bool(r.get("cached")) or bool(r.get("shared"))
+            out["prompt_tokens"] += int(r.get("prompt_tokens", 0))
+            out["completion_tokens"] += int(r.get("completion_tokens", 0))
+            out["errors"] += r.get("error") is not None
+            price = prices.get(r.get("model") or "")
+            if price is not None:
+                self._priced = True
+                self._cost += (r.get("prompt_tokens", 0) * price.input
+                               + r.get("completion_tokens", 0) * price.output) / 1e6
+
+    def summary(self) -> dict[str, Any]:
+        """Requests, cache hits, tokens, errors (and the cost, when a record has a price)."""
+        out = dict(self._out)
+        if self._priced:
+            out["cost"] = round(self._cost, 10)
+        return out
