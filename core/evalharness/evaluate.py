@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import json
 import math
 import sys
 from collections.abc import Sequence
@@ -151,8 +152,8 @@ def _call(scenario: Scenario, call: _Call, warned: set[str]) -> _Outcome:
                 raise _Problem(
                     f"{label} overran its budget: budget_s = {configured.budget_s:g} s per case, "
                     f"{limit:g} s for this batch of {len(batch)}; the call was abandoned") from None
-        out = _checked(rows, configured, batch, label, call.hook)
-        notes = _capped(out, scenario.spec.max_details_bytes, label)
+        out, size = _checked(rows, configured, batch, label, call.hook)
+        notes = _capped(out, scenario.spec.max_details_bytes, label, size)
     except (_Problem, *USER_CODE_ERRORS) as exc:
         reason = str(exc) if isinstance(exc, _Problem) else \
             f"{label} raised {describe(exc)}"
@@ -175,8 +176,10 @@ class _Problem(Exception):  # noqa: N818 - carries the reason recorded for every
 
 
 def _checked(rows: Any, configured: ConfiguredEvaluator, batch: Sequence[tuple[Case, Any]],
-             label: str, hook: str) -> list[dict[str, MetricValue]]:
-    """The plugin's rows as ``MetricValue``s, or :class:`_Problem` naming what is wrong."""
+             label: str, hook: str) -> tuple[list[dict[str, MetricValue]], int | None]:
+    """The plugin's rows as ``MetricValue``s and the size of all their ``details`` as JSON
+    (``None`` when text in them is not valid Unicode: it is scrubbed when written), or
+    :class:`_Problem` naming what is wrong."""
     if not isinstance(rows, list) or len(rows) != len(batch):
         got = (f"{len(rows)} rows" if isinstance(rows, list) else
                "nothing" if rows is None else f"a {type(rows).__name__}")
@@ -192,13 +195,14 @@ def _checked(rows: Any, configured: ConfiguredEvaluator, batch: Sequence[tuple[C
                            "MetricValue.failed(reason) where one cannot be computed)")
         out.append({m: _coerce(v, label) for m, v in row.items()})
     try:
-        to_json([[v.details for v in row.values()] for row in out])
+        size = len(to_json([[v.details for v in row.values()] for row in out]))
     except PydanticSerializationError as exc:
         if "surrogates not allowed" not in str(exc):  # unencodable text is scrubbed at write
             raise _Problem(f"{label} returned evidence (MetricValue.details) that is not JSON: "
                            f"{_where_not_json(out, batch)}; use str, int, float, bool, None, "
                            "lists and dicts (e.g. int(x) for a numpy integer)") from None
-    return out
+        size = None
+    return out, size
 
 
 def _where_not_json(out: list[dict[str, MetricValue]], batch: Sequence[tuple[Case, Any]]) -> str:
@@ -259,20 +263,31 @@ def _account(rows: list[dict[str, MetricValue]], ledger: list[Any], metrics: lis
                          "judgments": [*(first.details.get("judgments") or []), *missing]}
 
 
-def _capped(rows: list[dict[str, MetricValue]], cap: int, label: str) -> list[tuple[int, str]]:
+def _capped(rows: list[dict[str, MetricValue]], cap: int, label: str, total: int | None
+            ) -> list[tuple[int, str]]:
     """Cut the evidence of values whose ``details`` exceed ``cap`` bytes of JSON (texts and
-    lists shortened, judgment accounting kept); notes for the cases that were cut."""
-    if len(to_json([[v.details for v in row.values()] for row in rows])) <= cap:
+    lists shortened, judgment accounting kept); notes for the cases that were cut. ``total``:
+    the size of all of them (from :func:`_checked`), so that a batch within the cap costs no
+    second serialisation."""
+    if total is not None and total <= cap:
         return []
     notes = []
     for i, row in enumerate(rows):
         for metric, value in row.items():
-            size = len(to_json(value.details))
+            size = _size(value.details)
             if size > cap:
                 value.details = cut_details(value.details, cap)
                 notes.append((i, f"{label}: the evidence of {metric} was {size:,} bytes, cut to "
                                  f"at most {cap:,} (max_details_bytes)"))
     return notes
+
+
+def _size(details: dict[str, Any]) -> int:
+    """Bytes of ``details`` as JSON (text that is not valid Unicode counted as escaped)."""
+    try:
+        return len(to_json(details))
+    except PydanticSerializationError:
+        return len(json.dumps(details, default=str))
 
 
 def cut_details(details: dict[str, Any], cap: int) -> dict[str, Any]:
@@ -284,12 +299,12 @@ def cut_details(details: dict[str, Any], cap: int) -> dict[str, Any]:
     >>> len(to_json(cut)) <= 10_000, cut["n"], cut["truncated"]["bytes"] > 2_000_000
     (True, 3, True)
     """
-    size = len(to_json(details))
+    size = _size(details)
     for chars, items in ((2000, 200), (500, 50), (120, 10), (40, 3)):
         cut = {k: _cut(v, chars, items, keep=(k == "judgments")) for k, v in details.items()}
         cut["truncated"] = {"bytes": size, "cap": cap, "texts_cut_to_chars": chars,
                             "lists_cut_to_items": items}
-        if len(to_json(cut)) <= cap:
+        if _size(cut) <= cap:
             return cut
     return {"truncated": {"bytes": size, "cap": cap, "note": "the evidence was too large to keep"},
             "judgments": [{k: r.get(k) for k in ("id", "kind", "requests", "cached", "shared",
