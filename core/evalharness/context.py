@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalharness.errors import InputError, ScenarioError
+from evalharness.models import SURROGATES
 
 if TYPE_CHECKING:
     from evalharness.judge import Judge
@@ -188,9 +188,6 @@ def read_jsonl(path: Path, *, tolerate_torn_tail: bool = False, reject_surrogate
         yield lineno, record
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def surrogate_at(value: Any, path: str = "") -> str | None:
     """The path of the first string in ``value`` holding an unpaired surrogate, or ``None``.
 
@@ -200,7 +197,7 @@ def surrogate_at(value: Any, path: str = "") -> str | None:
     True
     """
     if isinstance(value, str):
-        return (path or "(top level)") if _SURROGATE.search(value) else None
+        return (path or "(top level)") if SURROGATES.search(value) else None
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list):
@@ -210,7 +207,7 @@ def surrogate_at(value: Any, path: str = "") -> str | None:
     for k, v in items:
         sub = path + k if isinstance(k, str) and k.startswith("[") else \
             (f"{path}.{k}" if path else str(k))
-        found = surrogate_at(k, sub) if isinstance(k, str) and _SURROGATE.search(k) else None
+        found = surrogate_at(k, sub) if isinstance(k, str) and SURROGATES.search(k) else None
         found = found or surrogate_at(v, sub)
         if found:
             return found

@@ -125,7 +125,8 @@ async def call_system(func: Callable[..., Any], calls: Sequence[tuple[Any, Case,
                       timeout_s: float | None = None) -> None:
     """Call the system on each ``(tag, case, keyword arguments)``, at most ``concurrency`` at
     once, and put ``(tag, case, trace)`` on ``queue`` as each finishes: an exception, a
-    ``sys.exit()`` or a call past ``timeout_s`` becomes the trace's ``error``."""
+    ``sys.exit()`` or a call past ``timeout_s`` becomes the trace's ``error``. Then put
+    :data:`END` (also when cancelled), which ends :func:`evaluate_stream`."""
     semaphore = asyncio.Semaphore(concurrency)
     is_async = inspect.iscoroutinefunction(func)
 
@@ -134,7 +135,10 @@ async def call_system(func: Callable[..., Any], calls: Sequence[tuple[Any, Case,
             trace = await answer(func, case, kwargs, is_async=is_async, timeout_s=timeout_s)
             await queue.put((tag, case, trace))
 
-    await asyncio.gather(*(one(*c) for c in calls))
+    try:
+        await asyncio.gather(*(one(*c) for c in calls))
+    finally:
+        queue.put_nowait(END)
 
 
 async def answer(func: Callable[..., Any], case: Case, kwargs: dict[str, Any], *,

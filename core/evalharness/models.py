@@ -388,7 +388,9 @@ class CaseResult(_Model):
 
 
 _PLAIN = (bool, int, float, type(None))
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATES = re.compile("[\ud800-\udfff]")
+"""An unpaired surrogate: a code point JSON can escape (``"\\ud800"``) but UTF-8 cannot
+encode (a Python string holds no paired ones: a pair is read as one character)."""
 
 
 def _scrubbed(value: Any, path: tuple, notes: list[str]) -> Any:
@@ -401,7 +403,7 @@ def _scrubbed(value: Any, path: tuple, notes: list[str]) -> Any:
         except UnicodeEncodeError:
             notes.append("replaced text that is not valid Unicode (an unpaired surrogate) by "
                          f"U+FFFD at {_dotted(path)}")
-            return _SURROGATE.sub("\ufffd", value)
+            return SURROGATES.sub("\ufffd", value)
     if isinstance(value, dict):
         return {_scrubbed(str(k), path, notes): _scrubbed(v, (*path, k), notes)
                 for k, v in value.items()}

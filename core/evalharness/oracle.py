@@ -39,7 +39,6 @@ from evalharness.context import EvalContext
 from evalharness.errors import NoOracle
 from evalharness.evaluate import evaluate_batch
 from evalharness.execution import (
-    END,
     STOP,
     StopSignal,
     batches_in_flight,
@@ -296,12 +295,6 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
                  for n, j in enumerate(pending)]
         timeout_s = scenario.system.timeout_s if scenario.system is not None else None
 
-        async def produce() -> None:
-            try:
-                await call_system(func, calls, concurrency, queue, timeout_s=timeout_s)
-            finally:
-                queue.put_nowait(END)
-
         needed = criteria_for(scenario).needed()
 
         def evaluate(buffer: list) -> list[HeadroomRecord]:
@@ -320,7 +313,8 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
             records.extend(new)
             progress.advance(len(buffer))
 
-        producer = asyncio.create_task(produce())
+        producer = asyncio.create_task(
+            call_system(func, calls, concurrency, queue, timeout_s=timeout_s))
         try:
             stopped = await evaluate_stream(
                 queue, evaluate=evaluate, write=write, batch_size=scenario.spec.batch_size,

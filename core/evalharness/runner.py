@@ -177,8 +177,7 @@ def check_resources(scenario: Scenario) -> None:
             build_sqlite(scenario.database_build, Path(tmp) / "check.sqlite")
     elif scenario.database_path is not None and scenario.spec.database.engine == "sqlite":
         try:
-            with contextlib.closing(sqlite3.connect(
-                    f"file:{scenario.database_path}?mode=ro", uri=True)) as conn:
+            with contextlib.closing(Database(path=scenario.database_path).connect()) as conn:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:
             raise ScenarioError(f"{scenario.where(('database', 'path'))}: "
@@ -308,9 +307,9 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
             queue.put_nowait(END)
             producer = None
         else:
-            producer = asyncio.create_task(_produce(
+            producer = asyncio.create_task(call_system(
                 func, [(None, case, scenario.system.options) for case in pending],
-                concurrency or scenario.spec.concurrency, queue, timeout_s))
+                concurrency or scenario.spec.concurrency, queue, timeout_s=timeout_s))
         try:
             interrupted = await evaluate_stream(
                 queue, evaluate=evaluate, write=write, batch_size=scenario.spec.batch_size,
@@ -355,15 +354,6 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                                          "oracles; --resume continues")
     outcome.duration_s = time.perf_counter() - t0
     return outcome
-
-
-async def _produce(func: Any, calls: list, concurrency: int, queue: asyncio.Queue,
-                   timeout_s: float | None) -> None:
-    """Call the system on every pending case, then mark the end of the stream."""
-    try:
-        await call_system(func, calls, concurrency, queue, timeout_s=timeout_s)
-    finally:
-        queue.put_nowait(END)
 
 
 def _changed(manifest: dict[str, Any], scenario: Scenario) -> str:
