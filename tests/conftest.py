@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# Runs in this suite must not append to the job summary of the CI that runs the suite
+# (tests that check the append set the variable themselves).
+os.environ.pop("GITHUB_STEP_SUMMARY", None)
+
 ROOT = Path(__file__).resolve().parent.parent
 SHOP = ROOT / "scenarios" / "shop.yaml"
 
@@ -107,6 +111,24 @@ def small(tmp_path: Path) -> Path:
         INSERT INTO items VALUES (1, 'Navy Coat', 40), (2, 'Camel Coat', 120);
     """)
     return write(tmp_path / "small.yaml", SMALL_SCENARIO)
+
+
+@pytest.fixture(scope="session")
+def shop_sample_run(tmp_path_factory):
+    """A seeded 12-case sample of the shop scenario (``sample=12, seed=1``, no oracle reruns),
+    run once per session through the Python API: ``(run folder, the report returned)``. Most
+    of its cases fail end to end, so it also serves as the earlier run of ``--rerun-failed``."""
+    import evalharness
+
+    out = tmp_path_factory.mktemp("shop-sample") / "run"
+    report = evalharness.run_scenario(SHOP, out=out, sample=12, seed=1, headroom=False)
+    return out, report
+
+
+@pytest.fixture
+def shop_sample(shop_sample_run) -> Path:
+    """The run folder of :func:`shop_sample_run` (do not write into it)."""
+    return shop_sample_run[0]
 
 
 @pytest.fixture(scope="session")

@@ -384,8 +384,9 @@ def test_a_sample_of_the_failed_cases_estimates_the_gain(toy, tmp_path):
         assert row["fixed"] + row["still_fails"] + row["no_oracle"] + row["errors"] == 2
         if row["gain"] is not None:
             assert row["gain"] == pytest.approx(row["fixed"] * (5 / 2) / 6)
-        assert "random sample of 2 of the 5 failed cases" in row["reason"]
-    assert "estimated from a random sample of 2 of the 5 failed" in " ".join(result.out.split())
+        assert "stratified by gold route) of 2 of the 5 failed cases" in row["reason"]
+    assert ("estimated from a sample (stratified by gold route) of 2 of the 5 failed"
+            in " ".join(result.out.split()))
     # the same sample every time
     out2 = tmp_path / "again"
     assert run_cli("scenario", path, "--out", out2, "-q").code == 0

@@ -1,5 +1,7 @@
 """evalharness: evaluate a multi-component RAG application component by component."""
 
+from typing import TYPE_CHECKING
+
 from evalharness.hookspecs import hookimpl
 from evalharness.models import (
     Case,
@@ -18,6 +20,22 @@ from evalharness.models import (
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # the lazily imported API, for type checkers and editors
+    from evalharness.api import RunFolder, RunInterrupted, compare_runs, load_run, run_scenario
+
+_API = ("run_scenario", "load_run", "compare_runs", "RunFolder", "RunInterrupted")
+
+
+def __getattr__(name: str):
+    """The Python API (docs/api.md), imported on first use: ``import evalharness`` stays
+    light for plugins, which import it for ``hookimpl`` and the models."""
+    if name in _API:
+        from evalharness import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'evalharness' has no attribute {name!r}")
+
+
 __all__ = [
     "Case",
     "CaseResult",
@@ -25,6 +43,8 @@ __all__ = [
     "Gold",
     "MetricValue",
     "Report",
+    "RunFolder",
+    "RunInterrupted",
     "RetrieverStep",
     "RouterStep",
     "Step",
@@ -32,5 +52,8 @@ __all__ = [
     "Trace",
     "Usage",
     "__version__",
+    "compare_runs",
     "hookimpl",
+    "load_run",
+    "run_scenario",
 ]

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import click
@@ -18,11 +15,9 @@ from rich.table import Table
 
 from evalharness import __version__
 from evalharness.errors import EvalHarnessError
-from evalharness.lock import RunLock
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
 from evalharness.report import (
-    build_report,
     count,
     fmt,
     fmt_ci,
@@ -35,9 +30,9 @@ from evalharness.report import (
     pct,
     pct_ci,
     usage_line,
-    write_reports,
 )
-from evalharness.runner import Progress, check_resources, load_system, make_judge, run
+from evalharness.runner import Progress, check_resources, load_system, make_judge
+from evalharness.scaffold import init
 from evalharness.scenario import ScenarioFile, load_scenario
 
 EXIT_GATE_FAILED = 1
@@ -51,20 +46,36 @@ class InputProblem(click.ClickException):
     exit_code = EXIT_INPUT
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """The command group: an error of the core's (bad input, a refused run) raised by any
+    command is one paragraph and exit code 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except EvalHarnessError as exc:
+            raise InputProblem(str(exc)) from None
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalharness")
 def cli() -> None:
     """Evaluate a multi-component RAG application component by component.
 
     \b
     Examples:
+      evalharness init evals/                             scaffold a scenario for your app
       evalharness scenario scenarios/shop.yaml            run the shop scenario
+      evalharness scenario scenarios/shop.yaml --sample 20 --seed 1   try 20 cases
       evalharness scenario scenarios/shop.yaml --out run/ --concurrency 8
       evalharness compare runs/base runs/candidate        did anything regress?
       evalharness plugins --json                          what is installed
       evalharness schema trace                            JSON Schema of a trace
       evalharness trec qrels.txt run.txt -m map -m ndcg_cut_10   trec_eval-style
     """
+
+
+cli.add_command(init)
 
 
 class BarProgress(Progress):
@@ -98,6 +109,21 @@ class BarProgress(Progress):
               help="How many cases the system handles at once (overrides the scenario).")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run in --out without redoing finished cases.")
+@click.option("--limit", type=click.IntRange(1), metavar="N",
+              help="Run only the first N cases (file order).")
+@click.option("--sample", type=click.IntRange(1), metavar="N",
+              help="Run a seeded sample of N cases, stratified by gold route so every branch "
+                   "is covered.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+@click.option("--filter", "filters", multiple=True, metavar="EXPR",
+              help="Run only the cases matching EXPR: an id glob ('q01*'), 'tag:T', "
+                   "'route:sql' (gold route); ',' separates alternatives, '!' negates; "
+                   "repeat to require several.")
+@click.option("--rerun-failed", type=click.Path(file_okay=False, path_type=Path),
+              metavar="RUN", help="Run only the cases that failed end to end in the run folder "
+                                  "RUN.")
+@click.option("--junit-xml", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also write the case × component verdicts and the gates as JUnit XML.")
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               help="A local plugin file to load (repeatable).")
 @click.option("--judge", "judge_backend", help="Judge backend (overrides `judge.backend`).")
@@ -110,6 +136,8 @@ class BarProgress(Progress):
               help="Skip the oracle reruns of failed cases (headroom per component).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
 def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: bool,
+             limit: int | None, sample: int | None, seed: int, filters: tuple[str, ...],
+             rerun_failed: Path | None, junit_xml: Path | None,
              plugins: tuple[str, ...], judge_backend: str | None,
              judge_concurrency: int | None, no_cache: bool, refresh_cache: bool,
              no_headroom: bool, quiet: bool) -> None:
@@ -120,66 +148,77 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
     with each component's output replaced by its gold (headroom.jsonl): the bottleneck table's
     headroom column.
 
+    --limit, --sample, --filter and --rerun-failed choose which cases run (in that order:
+    failed, filtered, sampled, limited); the report says how, and --resume continues only the
+    same choice. With GITHUB_STEP_SUMMARY set, report.md is appended to it.
+
     Exit code 0 when every gate passes, 1 when a gate fails, 2 for invalid input,
     130 when interrupted (rerun with --resume to continue).
 
     \b
     Examples:
       evalharness scenario scenarios/shop.yaml
+      evalharness scenario scenarios/shop.yaml --sample 20 --seed 1     try it on 20 cases
+      evalharness scenario scenarios/shop.yaml --filter 'route:sql' --filter '!tag:slow'
+      evalharness scenario scenarios/shop.yaml --rerun-failed runs/last --out runs/fix
+      evalharness scenario scenarios/shop.yaml --out run/ --junit-xml run/junit.xml -q
       evalharness scenario scenarios/shop.yaml --out run/ --plugin ./my_checks.py
       evalharness scenario scenarios/shop.yaml --out run/ --resume
-      evalharness scenario scenarios/shop.yaml --no-headroom -q
     """
+    from evalharness.api import RunInterrupted, execute
+    from evalharness.sampling import Selection
+
     if no_cache and refresh_cache:
         raise InputProblem("--no-cache and --refresh-cache exclude each other: the first "
                            "ignores the cache, the second rewrites it")
-    overrides: dict = {}
-    if judge_concurrency:
-        overrides["concurrency"] = judge_concurrency
-    if no_cache or refresh_cache:
-        overrides["cache_mode"] = "off" if no_cache else "refresh"
-    try:
-        loaded = load_scenario(path, extra_plugins=list(plugins), judge_backend=judge_backend,
-                               judge_overrides=overrides)
-    except EvalHarnessError as exc:
-        raise InputProblem(str(exc)) from None
     if resume and out_dir is None:
         raise InputProblem("--resume needs --out: the folder of the run to continue")
-    if out_dir is None:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        out_dir = Path("runs") / f"{loaded.name}-{stamp}"
     progress = BarProgress(enabled=not quiet and sys.stderr.isatty())
-    existed = out_dir.exists()
     try:
-        with RunLock(out_dir):  # held until the reports are written
-            outcome = asyncio.run(run(loaded, out_dir, concurrency=concurrency, resume=resume,
-                                      progress=progress, headroom=not no_headroom))
-            if not outcome.interrupted:
-                report = build_report(loaded, outcome)
-                paths = write_reports(report, out_dir, outcome.results)
-    except EvalHarnessError as exc:
-        if not existed:  # refused before anything was written: leave no empty folder behind
-            with contextlib.suppress(OSError):
-                out_dir.rmdir()
-        raise InputProblem(str(exc)) from None
-    except KeyboardInterrupt:
-        outcome = None
-    if outcome is None or outcome.interrupted:
-        done = len(outcome.results) if outcome else "some"
-        click.echo(f"interrupted: {done} of {len(loaded.cases)} cases are saved in "
-                   f"{out_dir / 'results.jsonl'}; continue with: evalharness scenario {path} "
-                   f"--out {out_dir} --resume", err=True)
+        selection = Selection(limit=limit, sample=sample, seed=seed, filters=filters,
+                              rerun_failed=rerun_failed)
+        done = execute(path, out=out_dir, resume=resume, concurrency=concurrency,
+                       plugins=plugins, judge=judge_backend,
+                       judge_concurrency=judge_concurrency,
+                       cache="off" if no_cache else "refresh" if refresh_cache else "on",
+                       headroom=not no_headroom, selection=selection, junit_xml=junit_xml,
+                       progress=progress)
+    except RunInterrupted as exc:
+        click.echo(f"interrupted: {'some' if exc.saved is None else exc.saved} of {exc.total} "
+                   f"cases are saved in {exc.out_dir / 'results.jsonl'}; continue with: "
+                   f"evalharness scenario {path} --out {exc.out_dir} --resume"
+                   + _selection_flags(limit, sample, seed, filters, rerun_failed), err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except EvalHarnessError as exc:
+        raise InputProblem(str(exc)) from None
+    report, paths = done.report, done.paths
     if not quiet:
         print_summary(report, Console(width=None if sys.stdout.isatty() else 120))
-        click.echo(f"\nwrote {out_dir / 'results.jsonl'}, {paths['json']}, {paths['md']}, "
-                   f"{paths['html']}")
+        wrote = [str(done.out_dir / "results.jsonl"), *(str(p) for p in paths.values())]
+        click.echo(f"\nwrote {', '.join(wrote)}")
     failed = [g for g in report.gates if not g.passed]
     if failed:
         if quiet:
             for g in failed:
                 click.echo(f"gate failed: {g.name} (value {fmt(g.value)}; {g.reason})", err=True)
         sys.exit(EXIT_GATE_FAILED)
+
+
+def _selection_flags(limit: int | None, sample: int | None, seed: int,
+                     filters: tuple[str, ...], rerun_failed: Path | None) -> str:
+    """The case-choosing options again, for the "continue with" hint."""
+    import shlex
+
+    parts = []
+    if limit is not None:
+        parts += ["--limit", str(limit)]
+    if sample is not None:
+        parts += ["--sample", str(sample), "--seed", str(seed)]
+    for expr in filters:
+        parts += ["--filter", expr]
+    if rerun_failed is not None:
+        parts += ["--rerun-failed", str(rerun_failed)]
+    return "".join(f" {shlex.quote(p)}" for p in parts)
 
 
 def print_summary(report: Report, console: Console) -> None:
@@ -223,6 +262,9 @@ def print_summary(report: Report, console: Console) -> None:
         console.print(f"[yellow]{report.cases['system_errors']} of {report.cases['total']} cases "
                       "failed in the system under test: their components did not run and are "
                       "in no mean above (see results.jsonl, `trace.error`).[/yellow]")
+    if report.selection:
+        console.print(f"[cyan]cases chosen: {escape(report.selection['how'])}; means and "
+                      "intervals are over these cases only.[/cyan]")
     for warning in report.warnings:
         console.print(f"[yellow]warning: {escape(warning)}[/yellow]")
     if report.gates:

@@ -21,8 +21,17 @@ class InputError(EvalHarnessError):
     """A data file (cases, traces, corpus, results) has an invalid record."""
 
 
+class UsageError(EvalHarnessError):
+    """A command was given options that cannot work together, or a target it cannot use
+    (``init`` into a folder whose files exist)."""
+
+
 class RunError(EvalHarnessError):
     """A run cannot proceed (e.g. ``--resume`` on the output of a different scenario)."""
+
+
+class OutputError(EvalHarnessError):
+    """An output file (``--junit-xml``, a report) cannot be written where it was asked for."""
 
 
 class NoOracle(Exception):  # noqa: N818 - it is a signal, not a failure of the run

@@ -285,6 +285,10 @@ def _header(report: Report, colours: dict[str, str]) -> str:
                     f'{cases["system_errors"]} cases failed in the system under test</b>: their '
                     "components did not run and are in no mean below (see "
                     "<code>trace.error</code> in results.jsonl).</div></div>")
+    if report.selection:
+        head.append(f'<div class="banner info" id="selection"><span class="icon">◐</span><div>'
+                    f'<b>Not every case ran</b>: {e(report.selection.get("how", ""))}. Means '
+                    "and intervals are over these cases only.</div></div>")
     for warning in report.warnings:
         head.append(f'<div class="banner warn"><span class="icon">!</span><div>{e(warning)}'
                     "</div></div>")

@@ -749,6 +749,12 @@ class Report(_Model):
     cases: dict[str, int]
     """``total`` cases, ``system_errors``."""
 
+    selection: dict[str, Any] | None = None
+    """How the cases were chosen when not all ran (``--limit``, ``--sample``, ``--filter``,
+    ``--rerun-failed``): ``how`` (a sentence), ``chosen``, ``total``, ``ids_sha256`` and, for a
+    sample, ``strata`` (gold route -> cases). ``null`` when every case of the scenario ran.
+    Means and CIs are over the cases that ran."""
+
     components: dict[str, ComponentReport]
     """Component name -> its report, in pipeline order."""
 

@@ -28,7 +28,6 @@ import inspect
 import json
 import math
 import os
-import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from evalharness.execution import (
 )
 from evalharness.judge.base import judge_usage
 from evalharness.models import Bottleneck, Case, CaseResult, HeadroomRecord, HeadroomRow, Trace
+from evalharness.sampling import stratified
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
 from evalharness.verdicts import criteria_for
@@ -59,14 +59,15 @@ ALL = "+"
 """Joins the components of the oracle that imposes every component's gold at once."""
 
 MAX_CASES = 1000
-"""Failed cases rerun by default (``system.headroom: true``); beyond it, a seeded random
-sample of this many is rerun and the gain is estimated from it (with a wider interval)."""
+"""Failed cases rerun by default (``system.headroom: true``); beyond it, a seeded sample
+stratified by gold route (the case sampler, :mod:`evalharness.sampling`) of this many is rerun and the gain is estimated from it (with a wider interval)."""
 
 
 def sample_failed(results: Iterable[CaseResult], limit: int
                   ) -> tuple[list[int], int]:
-    """The indexes of the failed cases to rerun (all, or a seeded random sample of ``limit``,
-    in case order), and how many failed in all. One pass over ``results``.
+    """The indexes of the failed cases to rerun (all, or a seeded sample of ``limit``
+    stratified by gold route, in case order), and how many failed in all. One pass over
+    ``results``.
 
     >>> from evalharness.models import Case, CaseResult, Verdict
     >>> rs = [CaseResult(case=Case(id=f"c{i}", question="q"), trace={"case_id": f"c{i}"},
@@ -77,13 +78,10 @@ def sample_failed(results: Iterable[CaseResult], limit: int
     >>> len(sample_failed(rs, 2)[0]), sample_failed(rs, 2)[1]
     (2, 5)
     """
-    failed = [(i, r.case.id) for i, r in enumerate(results)
+    failed = [(i, r.case) for i, r in enumerate(results)
               if r.end_to_end is not None and r.end_to_end.status == "fail"]
-    if len(failed) <= limit:
-        return [i for i, _ in failed], len(failed)
-    ids = sorted(case_id for _, case_id in failed)
-    chosen = set(random.Random(seed_for("headroom-sample")).sample(ids, limit))
-    return [i for i, case_id in failed if case_id in chosen], len(failed)
+    chosen = stratified(failed, limit, seed_for("headroom-sample"), key=lambda item: item[1])
+    return [i for i, _ in chosen], len(failed)
 
 
 def limit_of(setting: bool | int) -> int:
@@ -350,8 +348,8 @@ def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Se
         sampled = len(mine)
         notes = []
         if e2e.failed and sampled < e2e.failed:
-            notes.append(f"estimated from a random sample of {sampled} of the {e2e.failed} "
-                         "failed cases")
+            notes.append(f"estimated from a seeded sample (stratified by gold route) of "
+                         f"{sampled} of the {e2e.failed} failed cases")
         if counts["error"]:
             errors = Counter(r.reason for r in mine if r.status == "error")
             notes.append(f"{counts['error']} reruns failed, e.g. {errors.most_common(1)[0][0]}")

@@ -89,13 +89,15 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
             if info.source != "core"},
         cases={"total": len(scenario.cases), "evaluated": tally.cases,
                "system_errors": tally.system_errors},
+        selection=scenario.selection if scenario.selection.get("everything") is False
+        else None,
         components=components,
         gates=gates,
         verdict_criteria=criteria.report(),
         bottleneck=tally.bottleneck.summary(),
         warnings=[*getattr(outcome, "warnings", []),
                   *getattr(outcome.context.judge, "warnings", []),
-                  *tally.warnings.result()],
+                  *tally.system_error_warning(), *tally.warnings.result()],
         run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
     )
@@ -138,6 +140,7 @@ class RunTally:
         order = scenario.pipeline.order
         self.cases = 0
         self.system_errors = 0
+        self.system_error_reasons: Counter[str] = Counter()
         self.statuses: dict[str, Counter[str]] = {c: Counter() for c in order}
         self.metrics: dict[str, dict[str, MetricTally]] = {c: {} for c in order}
         for component in order:
@@ -151,10 +154,23 @@ class RunTally:
         self.bottleneck = attribution.BottleneckTally(judged)
         self.warnings = WarningTally(scenario)
 
+    def system_error_warning(self) -> list[str]:
+        """The system's most frequent errors, so the terminal shows why cases failed."""
+        if not self.system_errors:
+            return []
+        common = self.system_error_reasons.most_common(2)
+        said = "; then ".join(f"({n}) {reason}" for reason, n in common)
+        return [f"the system failed on {self.system_errors} of {self.cases} cases; most "
+                f"often {said}"]
+
     def add(self, r: CaseResult) -> None:
         """Count one case (cases come in case order)."""
         self.cases += 1
-        self.system_errors += bool(r.trace.error)
+        if r.trace.error:
+            self.system_errors += 1
+            reason = r.trace.error.strip().splitlines()[0][:300] if r.trace.error.strip() else "?"
+            if reason in self.system_error_reasons or len(self.system_error_reasons) < 100:
+                self.system_error_reasons[reason] += 1
         everything: list[dict] = []
         for name, comp in r.components.items():
             tallies = self.metrics.get(name)
@@ -576,6 +592,7 @@ def render_markdown(report: Report) -> str:
         + (f" — {usage_line(report.judge['usage'])}" if report.judge.get("usage") else ""),
         f"- Cases: {report.cases['evaluated']} of {report.cases['total']} evaluated, "
         f"{report.cases['system_errors']} system errors",
+        *([f"- Cases chosen: {md_text(report.selection['how'])}"] if report.selection else []),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in report.versions.items()),
         "",
         *([f"> **{report.cases['system_errors']} cases failed in the system under test**: "
@@ -738,7 +755,7 @@ def headroom_sentence(bottleneck: Bottleneck) -> str | None:
                      f"fail: {whose}")
     sampled = next((r.sampled for r in bottleneck.headroom if r.sampled), None)
     if sampled:
-        parts.append(f"estimated from a random sample of {sampled} of the "
+        parts.append(f"estimated from a sample (stratified by gold route) of {sampled} of the "
                      f"{bottleneck.end_to_end.failed} failed cases (system.headroom)")
     errors = sum(r.errors for r in bottleneck.headroom)
     if errors:

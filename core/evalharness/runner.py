@@ -266,6 +266,7 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                            f"({manifest.get('scenario')}): {_changed(manifest, scenario)} "
                            "since. --resume continues only an unchanged scenario; choose "
                            "another --out to start afresh")
+        _same_selection(manifest, scenario, out_dir)
         previous = Results.open(results_path, order=order, repair=True, warnings=warnings)
         done = set(previous.case_ids)
         started_at = manifest.get("started_at")
@@ -274,7 +275,7 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
         manifest_path.write_text(json.dumps({
             "scenario": str(scenario.path), "scenario_sha256": scenario.sha256,
             "inputs_sha256": scenario.inputs_sha256, "inputs": scenario.input_digests,
-            "started_at": started_at}, indent=2))
+            "selection": _selection_of(scenario), "started_at": started_at}, indent=2))
         results_path.write_text("")
 
     pending = [c for c in scenario.cases if c.id not in done]
@@ -283,7 +284,7 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
     warned: set[str] = set()
     timeout_s = scenario.system.timeout_s if scenario.system is not None else None
     hint = (f"; continue with: evalharness scenario {scenario.path} --out {out_dir} "
-            "--resume")
+            "--resume" + (" and the same case-choosing options" if scenario.selection else ""))
 
     queue: asyncio.Queue = asyncio.Queue()
     with open(results_path, "a", encoding="utf-8") as sink, StopSignal(hint) as stop:
@@ -354,6 +355,27 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                                          "oracles; --resume continues")
     outcome.duration_s = time.perf_counter() - t0
     return outcome
+
+
+def _selection_of(scenario: Scenario) -> dict[str, Any]:
+    """The scenario's selection record, or one meaning "every case" (part of run.json's
+    fingerprint)."""
+    if scenario.selection:
+        return scenario.selection
+    return {"how": f"all {len(scenario.cases)} cases", "everything": True}
+
+
+def _same_selection(manifest: dict[str, Any], scenario: Scenario, out_dir: Path) -> None:
+    """``--resume`` continues the cases the run began with, never another selection."""
+    old = manifest.get("selection") or {"how": "all cases", "everything": True}
+    new = _selection_of(scenario)
+    if old.get("everything") and new.get("everything"):
+        return
+    if old.get("ids_sha256") != new.get("ids_sha256"):
+        raise RunError(f"{out_dir} holds a run of other cases ({old.get('how')}) than these "
+                       f"options choose ({new.get('how')}): --resume continues the same "
+                       "selection, so pass the same --limit/--sample/--seed/--filter/"
+                       "--rerun-failed, or choose another --out")
 
 
 def _changed(manifest: dict[str, Any], scenario: Scenario) -> str:

@@ -84,8 +84,8 @@ class SystemSpec(_Strict):
     headroom: bool | int = True
     """After the run, rerun the cases that failed end to end with each component's output
     replaced by its gold, when the callable accepts ``overrides`` (oracle headroom, see
-    docs/bottleneck.md): ``true`` reruns up to 1000 failed cases (a seeded random sample of
-    them beyond that), a number sets that limit, ``false`` (or 0) skips it (so does
+    docs/bottleneck.md): ``true`` reruns up to 1000 failed cases (a seeded sample of them
+    stratified by gold route beyond that), a number sets that limit, ``false`` (or 0) skips it (so does
     ``--no-headroom``)."""
 
     @field_validator("headroom", mode="before")
@@ -320,6 +320,9 @@ class Scenario:
     """Field path -> line of the scenario file, for errors found after loading."""
     input_digests: dict[str, str] = field(default_factory=dict)
     """Input file -> its sha256 (what ``inputs_sha256`` combines), to name what changed."""
+    selection: dict = field(default_factory=dict)
+    """How ``cases`` were chosen from the file's (:meth:`evalharness.sampling.Chosen.record`);
+    empty when nothing chose: every case."""
 
     def where(self, loc: tuple) -> str:
         """``file, line N, field `x.y``` for an error found after loading."""

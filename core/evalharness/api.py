@@ -1,0 +1,280 @@
+"""The Python API: what the command line does, as functions (docs/api.md).
+
+>>> import evalharness
+>>> report = evalharness.run_scenario("scenarios/shop.yaml", out="runs/try", sample=20, seed=1)
+... # doctest: +SKIP
+>>> run = evalharness.load_run("runs/try")                                    # doctest: +SKIP
+>>> [o.test_name for o in run.outcomes() if o.status == "failed"][:3]          # doctest: +SKIP
+
+``evalharness scenario`` is a thin layer over :func:`execute` (the CLI adds the progress bar,
+the terminal tables and the exit codes); :func:`run_scenario` is the same call returning the
+:class:`~evalharness.models.Report`. Both work where an event loop is already running (a
+Jupyter notebook): the run then gets its own loop in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from evalharness.ci import write_ci_outputs
+from evalharness.compare import Comparison
+from evalharness.compare import compare_runs as _compare_runs
+from evalharness.errors import EvalHarnessError, RunError
+from evalharness.junit import check_writable
+from evalharness.lock import RunLock
+from evalharness.models import CaseResult, Report
+from evalharness.outcomes import Outcome, outcomes
+from evalharness.report import build_report, write_reports
+from evalharness.results import Results
+from evalharness.runner import MANIFEST, RESULTS, Progress, run
+from evalharness.sampling import Chosen, Selection, select
+from evalharness.scenario import Scenario, load_scenario
+
+T = TypeVar("T")
+
+Cache = Literal["on", "off", "refresh"]
+
+
+class RunInterrupted(EvalHarnessError):
+    """The run was stopped (Ctrl-C, SIGTERM) before every case was evaluated. What was
+    evaluated is saved in ``out_dir``; rerun with ``resume=True`` to continue."""
+
+    def __init__(self, out_dir: Path, saved: int | None, total: int) -> None:
+        self.out_dir, self.saved, self.total = out_dir, saved, total
+        done = "some" if saved is None else str(saved)
+        super().__init__(f"interrupted: {done} of {total} cases are saved in "
+                         f"{out_dir / RESULTS}; continue with resume=True (--resume)")
+
+
+@dataclass
+class Executed:
+    """What :func:`execute` leaves: the report, the files written, and the run."""
+
+    report: Report
+    out_dir: Path
+    paths: dict[str, Path]
+    results: Sequence[CaseResult] = field(repr=False)
+    chosen: Chosen = field(repr=False)
+
+
+def load(scenario: str | Path | Scenario, *, plugins: Sequence[str | Path] = (),
+         judge: str | None = None, judge_concurrency: int | None = None,
+         cache: Cache = "on") -> Scenario:
+    """Load a scenario file (or pass a loaded :class:`Scenario` through, when no option
+    would change how it loads)."""
+    if cache not in ("on", "off", "refresh"):
+        raise EvalHarnessError(f"cache={cache!r}: expected 'on', 'off' (neither read nor "
+                               "write the judge cache) or 'refresh' (ask again, overwrite)")
+    if isinstance(scenario, Scenario):
+        if plugins or judge or judge_concurrency or cache != "on":
+            raise EvalHarnessError("plugins, judge, judge_concurrency and cache apply when a "
+                                   "scenario is loaded: pass its path, not a loaded Scenario")
+        return scenario
+    overrides: dict[str, Any] = {}
+    if judge_concurrency:
+        overrides["concurrency"] = judge_concurrency
+    if cache != "on":
+        overrides["cache_mode"] = cache
+    return load_scenario(scenario, extra_plugins=list(plugins), judge_backend=judge,
+                         judge_overrides=overrides)
+
+
+def choose(loaded: Scenario, selection: Selection) -> tuple[Scenario, Chosen]:
+    """The scenario narrowed to the cases ``selection`` takes (see
+    :mod:`evalharness.sampling`); the choice is recorded on it for run.json and the report."""
+    chosen = select(loaded.cases, selection, source=str(loaded.path))
+    if chosen.everything:
+        return loaded, chosen
+    return replace(loaded, cases=chosen.cases, selection=chosen.record()), chosen
+
+
+def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
+            resume: bool = False, concurrency: int | None = None,
+            plugins: Sequence[str | Path] = (), judge: str | None = None,
+            judge_concurrency: int | None = None, cache: Cache = "on", headroom: bool = True,
+            selection: Selection | None = None, junit_xml: str | Path | None = None,
+            progress: Progress | None = None) -> Executed:
+    """Run a scenario into ``out`` and write its reports (see :func:`run_scenario`)."""
+    loaded = load(scenario, plugins=plugins, judge=judge,
+                  judge_concurrency=judge_concurrency, cache=cache)
+    loaded, chosen = choose(loaded, selection or Selection())
+    if resume and out is None:
+        raise EvalHarnessError("resume needs out: the folder of the run to continue "
+                               "(--resume needs --out)")
+    out_dir = Path(out) if out is not None else default_out(loaded)
+    if junit_xml is not None:
+        junit_xml = Path(junit_xml)
+        check_writable(junit_xml)  # before the run, not after it
+    existed = out_dir.exists()
+    try:
+        with RunLock(out_dir):  # held until the reports are written
+            outcome = run_coroutine(run(loaded, out_dir, concurrency=concurrency,
+                                        resume=resume, progress=progress, headroom=headroom))
+            if outcome.interrupted:
+                raise RunInterrupted(out_dir, len(outcome.results), len(loaded.cases))
+            report = build_report(loaded, outcome)
+            paths = write_reports(report, out_dir, outcome.results)
+            paths.update(write_ci_outputs(report, outcome.results, out_dir, junit_xml))
+    except RunInterrupted:
+        raise
+    except KeyboardInterrupt:
+        raise RunInterrupted(out_dir, None, len(loaded.cases)) from None
+    except EvalHarnessError:
+        if not existed:  # refused before anything was written: leave no empty folder behind
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
+    return Executed(report=report, out_dir=out_dir, paths=paths, results=outcome.results,
+                    chosen=chosen)
+
+
+def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = None,
+                 resume: bool = False, concurrency: int | None = None,
+                 plugins: Sequence[str | Path] = (), judge: str | None = None,
+                 judge_concurrency: int | None = None, cache: Cache = "on",
+                 headroom: bool = True, limit: int | None = None, sample: int | None = None,
+                 seed: int = 0, filters: Sequence[str] = (),
+                 rerun_failed: str | Path | None = None, ids: Sequence[str] | None = None,
+                 junit_xml: str | Path | None = None,
+                 progress: Progress | None = None) -> Report:
+    """Run the scenario (a path, or a loaded :class:`Scenario`) and write results.jsonl,
+    report.json, report.md and report.html into ``out`` (default
+    ``runs/<name>-<timestamp>``); return the report.
+
+    The options are the command line's: ``concurrency`` (system calls at once), ``plugins``
+    (local plugin files), ``judge`` (backend), ``judge_concurrency``, ``cache`` (``"off"``,
+    ``"refresh"``), ``headroom`` (oracle reruns of failed cases), ``resume`` (continue the run
+    in ``out``), ``junit_xml`` (also write a JUnit file). Which cases run: ``limit`` (the
+    first N), ``sample`` + ``seed`` (stratified by gold route), ``filters`` (``--filter``
+    terms, all must hold), ``rerun_failed`` (a run folder: its failed cases), ``ids``.
+
+    Raises :class:`~evalharness.errors.EvalHarnessError` for bad input (its message names the
+    file and field) and :class:`RunInterrupted` when stopped before the end. A failed gate is
+    not an exception: read ``report.gates``.
+    """
+    if isinstance(filters, str):  # one filter, not one per character
+        filters = (filters,)
+    if isinstance(ids, str):
+        ids = (ids,)
+    selection = Selection(limit=limit, sample=sample, seed=seed, filters=tuple(filters),
+                          rerun_failed=Path(rerun_failed) if rerun_failed else None,
+                          ids=tuple(ids) if ids is not None else None)
+    return execute(scenario, out=out, resume=resume, concurrency=concurrency,
+                   plugins=plugins, judge=judge, judge_concurrency=judge_concurrency,
+                   cache=cache, headroom=headroom, selection=selection,
+                   junit_xml=junit_xml, progress=progress).report
+
+
+def default_out(scenario: Scenario) -> Path:
+    """``runs/<scenario name>-<timestamp>``."""
+    return Path("runs") / f"{scenario.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end from synchronous code: with ``asyncio.run``, or — when this
+    thread already runs an event loop (Jupyter) — on a fresh loop in a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    started: dict[str, Any] = {}
+
+    async def main() -> T:
+        started["loop"], started["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        return await coro
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evalharness") as pool:
+        future = pool.submit(asyncio.run, main())
+        try:
+            return future.result()
+        except KeyboardInterrupt:  # Jupyter's "interrupt the kernel": stop the run, then say so
+            if "task" in started:
+                with contextlib.suppress(RuntimeError):  # the loop has ended already
+                    started["loop"].call_soon_threadsafe(started["task"].cancel)
+            with contextlib.suppress(BaseException):
+                future.result()
+            raise
+
+
+@dataclass
+class RunFolder:
+    """A finished run, read back from its folder (:func:`load_run`)."""
+
+    path: Path
+    report: Report
+    results: Sequence[CaseResult] = field(repr=False)
+    """Every case result, in file order, read from results.jsonl when asked."""
+    manifest: dict[str, Any] = field(default_factory=dict)
+    """run.json: the scenario and input digests, the selection, the start time."""
+
+    def outcomes(self) -> Iterator[Outcome]:
+        """Every case's component (and end-to-end) verdicts, in results.jsonl's order (the
+        order cases finished), then every gate, as test outcomes
+        (:mod:`evalharness.outcomes`)."""
+        return outcomes(self.report, self.results)
+
+    def result(self, case_id: str) -> CaseResult:
+        """The result of one case (``KeyError`` when the run has none)."""
+        for result in self.results:
+            if result.case.id == case_id:
+                return result
+        raise KeyError(case_id)
+
+    @property
+    def failed(self) -> list[str]:
+        """Ids of the cases that failed end to end (what ``--rerun-failed`` reruns)."""
+        from evalharness.sampling import failed
+
+        return [r.case.id for r in self.results if failed(r)]
+
+
+RUN_HELP = ("give the --out folder of an `evalharness scenario` run (it holds results.jsonl "
+            "and report.json)")
+
+
+def load_run(folder: str | Path) -> RunFolder:
+    """Read a finished run's folder: report.json, run.json and a lazily-read view of
+    results.jsonl. Errors name the file and what is missing."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise RunError(f"{path}: {'no such run folder' if not path.exists() else 'not a folder'}"
+                       f"; {RUN_HELP}")
+    report_path = path / "report.json"
+    if not (path / RESULTS).is_file():
+        raise RunError(f"{path} has no {RESULTS}, so it is not a run folder; {RUN_HELP}")
+    if not report_path.is_file():
+        raise RunError(f"{path} has {RESULTS} but no report.json: the run did not finish; "
+                       "continue it with `evalharness scenario SCENARIO --out "
+                       f"{path} --resume`")
+    try:
+        report = Report.model_validate_json(report_path.read_bytes())
+    except ValueError as exc:
+        raise RunError(f"{report_path} is not a report written by evalharness: "
+                       f"{str(exc).splitlines()[0]}") from None
+    manifest: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    return RunFolder(path=path, report=report, results=Results.open(path / RESULTS),
+                     manifest=manifest)
+
+
+def compare_runs(a: str | Path, b: str | Path, *, alpha: float = 0.05,
+                 metrics: Sequence[str] = (), resamples: int | None = None,
+                 permutations: int | None = None) -> Comparison:
+    """Compare run B with run A, metric by metric, paired by case (docs/compare.md); returns
+    a :class:`~evalharness.compare.Comparison` whose ``gated_regressions`` lists the gated
+    metrics that regressed significantly."""
+    kwargs: dict[str, Any] = {}
+    if resamples is not None:
+        kwargs["resamples"] = resamples
+    if permutations is not None:
+        kwargs["permutations"] = permutations
+    return _compare_runs(Path(a), Path(b), alpha=alpha, metrics=list(metrics), **kwargs)

@@ -1,0 +1,313 @@
+"""The pytest plugin: a scenario's verdicts as pytest tests (docs/pytest.md).
+
+Registered through the ``pytest11`` entry point and inert unless ``--evalharness`` is given::
+
+    pytest --evalharness scenarios/shop.yaml            # one test per case × component, per gate
+    pytest --evalharness scenarios/shop.yaml -k q001    # runs one case
+    pytest --evalharness scenarios/shop.yaml --lf       # reruns the cases that failed last time
+
+Items are ``SCENARIO::CASE::COMPONENT`` (each component with a verdict, then ``end_to_end``)
+and ``SCENARIO::gates::GATE``. Collection reads the scenario only; the scenario runs once per
+session, at the first item, for just the cases the selected items need (a selected gate needs
+every case). An item passes, fails or is skipped (the component is not on the case's gold path)
+as its verdict in the run; a failure's message is the evaluator's reason
+(:mod:`evalharness.outcomes`). Without positional paths the session collects only the
+scenarios; with paths it collects those too.
+
+The fixture ``evalharness_run(path, **options)`` runs a scenario once per session and options
+(the options of :func:`evalharness.run_scenario`) and returns its report.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+OPTION = "--evalharness"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalharness", "evalharness: scenario verdicts as tests")
+    group.addoption(OPTION, action="append", default=[], metavar="SCENARIO",
+                    help="Collect one test per case and component verdict, and one per gate, "
+                         "of this evalharness scenario file (repeatable).")
+    group.addoption("--evalharness-out", metavar="DIR",
+                    help="Write the run folder under DIR (default: a temporary folder, named "
+                         "at the end of the session).")
+    group.addoption("--evalharness-plugin", action="append", default=[], metavar="FILE",
+                    help="A local evalharness plugin file to load (repeatable).")
+    group.addoption("--evalharness-headroom", action="store_true",
+                    help="Also rerun failed cases under oracles (headroom); off by default.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    scenarios = [Path(p) for p in config.getoption(OPTION) or []]
+    if not scenarios:
+        return  # inert
+    for path in scenarios:
+        if not path.is_file():
+            raise pytest.UsageError(f"{OPTION} {path}: no such scenario file; give the path of "
+                                    "a scenario YAML file, e.g. scenarios/shop.yaml")
+    resolved = {p.resolve() for p in scenarios}
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        given = {Path(a.split("::")[0]).resolve() for a in config.args}
+        config.args = [*config.args, *(str(p) for p in scenarios if p.resolve() not in given)]
+    else:  # no paths on the command line: the scenarios are the session
+        config.args = [str(p) for p in scenarios]
+    config.pluginmanager.register(_Session(config, resolved), "evalharness-session")
+
+
+@pytest.fixture(scope="session")
+def evalharness_run(tmp_path_factory: pytest.TempPathFactory):
+    """``evalharness_run(path, **options)``: run the scenario (once per session and
+    options) and return its :class:`~evalharness.models.Report`."""
+    from evalharness.api import run_scenario
+
+    reports: dict[str, Any] = {}
+
+    def run(path: str | Path, **options: Any):
+        key = json.dumps([str(Path(path).resolve()), options], sort_keys=True, default=str)
+        if key not in reports:
+            options.setdefault("out", tmp_path_factory.mktemp("evalharness"))
+            options.setdefault("headroom", False)
+            reports[key] = run_scenario(path, **options)
+        return reports[key]
+
+    return run
+
+
+# --------------------------------------------------------------------------------------------
+# Collection
+# --------------------------------------------------------------------------------------------
+
+
+class ScenarioFile(pytest.File):
+    """A scenario file: a collector per case, and one for the gates."""
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        from evalharness.errors import EvalHarnessError
+        from evalharness.scenario import load_scenario
+        from evalharness.verdicts import criteria_for
+
+        session: _Session = self.config.pluginmanager.get_plugin("evalharness-session")
+        try:
+            scenario = load_scenario(self.path, extra_plugins=session.plugins)
+        except EvalHarnessError as exc:
+            raise ScenarioProblem(str(exc)) from None
+        criteria = criteria_for(scenario)
+        names = criteria.judged()
+        if criteria.end_to_end.source != "none" and (
+                criteria.end_to_end.criteria or criteria.final in names):
+            names.append("end_to_end")
+        session.scenarios[self.path.resolve()] = _Scenario(scenario)
+        for case in scenario.cases:
+            yield CaseNode.from_parent(self, name=case.id, components=names)
+        if scenario.gates:
+            yield GatesNode.from_parent(self, name="gates",
+                                        gates=[g.name for g in scenario.gates])
+
+    def repr_failure(self, excinfo):  # noqa: ANN001 - pytest's signature
+        if isinstance(excinfo.value, ScenarioProblem):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ScenarioProblem(Exception):
+    """The scenario cannot be loaded or run: its message is evalharness's one paragraph."""
+
+
+class CaseNode(pytest.Collector):
+    """One case: an item per component verdict."""
+
+    def __init__(self, *, components: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.components = components
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for name in self.components:
+            yield VerdictItem.from_parent(self, name=name, case=self.name, component=name)
+
+
+class GatesNode(pytest.Collector):
+    """The scenario's gates: an item each."""
+
+    def __init__(self, *, gates: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gates = gates
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for gate in self.gates:
+            yield GateItem.from_parent(self, name=gate, gate=gate)
+
+
+class Failed(Exception):
+    """A verdict that did not pass; shown as its reason and evidence, no traceback."""
+
+
+class _Item(pytest.Item):
+    @property
+    def scenario_path(self) -> Path:
+        return self.path.resolve()
+
+    def repr_failure(self, excinfo, style=None):  # noqa: ANN001 - pytest's signature
+        if isinstance(excinfo.value, Failed | ScenarioProblem):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, 0, self.nodeid.split("::", 1)[-1]
+
+    def _run(self):
+        session: _Session = self.config.pluginmanager.get_plugin("evalharness-session")
+        return session.run_of(self.scenario_path)
+
+
+class VerdictItem(_Item):
+    """One case's verdict for one component (or end to end)."""
+
+    def __init__(self, *, case: str, component: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case, self.component = case, component
+        self.user_properties.append(("evalharness_case", case))
+
+    def runtest(self) -> None:
+        from evalharness.outcomes import case_outcomes
+
+        run = self._run()
+        result = run.results.get(self.case)
+        if result is None:
+            raise Failed(f"{self.case}: no result for this case in {run.out_dir}")
+        found = [o for o in case_outcomes(result) if o.name == self.component]
+        if not found:
+            _skip(f"{self.component}: no verdict for this case")
+        outcome = found[0]
+        if outcome.status == "skipped":
+            _skip(outcome.message)
+        if outcome.status != "passed":
+            lead = "error: " if outcome.status == "error" else ""
+            raise Failed(f"{self.case} {self.component}: {lead}{outcome.message}"
+                         + (f"\n\n{outcome.detail}" if outcome.detail else "")
+                         + f"\n\n(run folder: {run.out_dir})")
+
+
+class GateItem(_Item):
+    """One gate of the scenario, on every case."""
+
+    def __init__(self, *, gate: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+
+    def runtest(self) -> None:
+        from evalharness.outcomes import gate_outcome
+
+        run = self._run()
+        found = [g for g in run.report.gates if g.name == self.gate]
+        if not found:
+            raise Failed(f"gate {self.gate}: not in the run's report")
+        outcome = gate_outcome(found[0])
+        if outcome.status != "passed":
+            raise Failed(f"gate failed: {outcome.message}\n{outcome.detail}\n\n"
+                         f"(run folder: {run.out_dir})")
+
+
+def _skip(reason: str) -> None:
+    """Skip, reported at the item (the scenario file) rather than at this line."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The session: which cases the selected items need; one run per scenario
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Scenario:
+    scenario: Any
+    needed: set[str] = field(default_factory=set)
+    every_case: bool = False
+    run: Any = None
+    error: BaseException | None = None
+
+
+@dataclass
+class _Run:
+    out_dir: Path
+    report: Any
+    results: dict[str, Any]
+
+
+class _Session:
+    """What the plugin keeps for a session with ``--evalharness``."""
+
+    def __init__(self, config: pytest.Config, paths: set[Path]) -> None:
+        self.config = config
+        self.paths = paths
+        self.plugins: list[str] = list(config.getoption("--evalharness-plugin") or [])
+        self.scenarios: dict[Path, _Scenario] = {}
+        self.out_dirs: list[Path] = []
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
+        if file_path.resolve() in self.paths:
+            return ScenarioFile.from_parent(parent, path=file_path)
+        return None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            if isinstance(item, VerdictItem):
+                self.scenarios[item.scenario_path].needed.add(item.case)
+            elif isinstance(item, GateItem):
+                self.scenarios[item.scenario_path].every_case = True
+
+    def run_of(self, path: Path) -> _Run:
+        entry = self.scenarios[path]
+        if entry.error is not None:
+            raise entry.error
+        if entry.run is None:
+            try:
+                entry.run = self._execute(entry)
+            except BaseException as exc:
+                from evalharness.errors import EvalHarnessError
+
+                if isinstance(exc, EvalHarnessError):
+                    exc = ScenarioProblem(str(exc))
+                entry.error = exc
+                raise exc from None
+        return entry.run
+
+    def _execute(self, entry: _Scenario) -> _Run:
+        from evalharness.api import execute
+        from evalharness.sampling import Selection
+
+        scenario = entry.scenario
+        every = entry.every_case or len(entry.needed) == len(scenario.cases)
+        selection = Selection() if every else Selection(ids=tuple(sorted(entry.needed)))
+        out = self._out_dir(scenario.name)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        n = len(scenario.cases) if every else len(entry.needed)
+        if reporter is not None:
+            reporter.write_line(f"evalharness: running {scenario.name} on {n} of "
+                                f"{len(scenario.cases)} cases into {out}")
+        done = execute(scenario, out=out, selection=selection,
+                       headroom=bool(self.config.getoption("--evalharness-headroom")))
+        self.out_dirs.append(out)
+        return _Run(out_dir=out, report=done.report,
+                    results={r.case.id: r for r in done.results})
+
+    def _out_dir(self, name: str) -> Path:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        base = self.config.getoption("--evalharness-out")
+        if base:
+            return Path(base) / f"{name}-{stamp}"
+        return Path(tempfile.mkdtemp(prefix=f"evalharness-{name}-"))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
+        for out in self.out_dirs:
+            terminalreporter.write_line(f"evalharness: run folder {out} (report.html, "
+                                        "results.jsonl)")

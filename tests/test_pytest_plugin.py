@@ -1,0 +1,183 @@
+"""The pytest plugin (``pytest --evalharness SCENARIO``): items per case × component verdict
+and per gate, one run per session for only the cases the selected items need."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+# Imported before pytester's in-process sessions, which drop the modules first imported inside
+# them (and numpy cannot be imported twice in one process).
+import evalharness.api  # noqa: F401
+from conftest import SHOP, run_cli
+from evalharness.plugins import load_plugins
+from evalharness.scenario import load_scenario
+
+pytest_plugins = ["pytester"]
+load_scenario(SHOP)  # imports every built-in plugin and what they import
+load_plugins()
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _statuses(recorder) -> dict[str, str]:
+    """nodeid tail (``CASE::COMPONENT`` or ``gates::GATE``) -> passed/failed/skipped."""
+    out = {}
+    for rep in recorder.getreports("pytest_runtest_logreport"):
+        if rep.when == "call" or (rep.when == "setup" and not rep.passed):
+            out[rep.nodeid.split("shop.yaml::", 1)[1]] = rep.outcome
+    return out
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory) -> Path:
+    """The shop scenario run by the CLI: the reference the pytest session must agree with."""
+    out = tmp_path_factory.mktemp("cli") / "run"
+    result = run_cli("scenario", SHOP, "--out", out, "--no-headroom", "-q")
+    assert result.code == 0, result
+    return out
+
+
+def test_a_session_fails_exactly_what_the_run_fails(pytester, cli_run):
+    out = pytester.path / "runs"
+    rec = pytester.inline_run("--evalharness", str(SHOP), "--evalharness-out", str(out),
+                              "-p", "no:cacheprovider")
+    got = _statuses(rec)
+    expected = {}
+    for line in (cli_run / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        verdicts = dict(r["verdicts"])
+        if r.get("end_to_end"):
+            verdicts["end_to_end"] = r["end_to_end"]
+        for component, v in verdicts.items():
+            expected[f"{r['case']['id']}::{component}"] = {
+                "pass": "passed", "fail": "failed", "error": "failed",
+                "not_applicable": "skipped"}[v["status"]]
+    for g in json.loads((cli_run / "report.json").read_text())["gates"]:
+        expected[f"gates::{g['name']}"] = "passed" if g["passed"] else "failed"
+    assert got == expected
+    assert "failed" in got.values() and "passed" in got.values()
+    # one run, of every case (the gates need them all)
+    (folder,) = out.iterdir()
+    assert len((folder / "results.jsonl").read_text().splitlines()) == 51
+
+
+def test_failure_message_is_the_evaluators_reason(pytester):
+    result = pytester.runpytest_inprocess("--evalharness", str(SHOP), "-k", "q003",
+                                          "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=3)
+    text = result.stdout.str()
+    assert "running shop on 1 of 51 cases" in text
+    assert "q003 retriever: recall@5 = 0.667 (needs >= 0.75)" in text
+    assert "relevant chunks not in the top 5: b046 (grade 1)" in text
+    assert "equivalent: different results on the database" in text  # the SQL cascade's reason
+    assert "Traceback" not in text and "pytest_plugin.py" not in text
+
+
+def test_k_runs_one_case_and_unfiltered_gates_stay_out(pytester):
+    out = pytester.path / "runs"
+    rec = pytester.inline_run("--evalharness", str(SHOP), "--evalharness-out", str(out),
+                              "-k", "q001", "-p", "no:cacheprovider")
+    got = _statuses(rec)
+    assert got and all(k.startswith("q001::") for k in got)
+    (folder,) = out.iterdir()
+    lines = (folder / "results.jsonl").read_text().splitlines()
+    assert [json.loads(x)["case"]["id"] for x in lines] == ["q001"]
+    assert json.loads((folder / "run.json").read_text())["selection"]["chosen"] == 1
+
+
+def _passing_and_failing(cli_run: Path) -> tuple[str, str]:
+    records = [json.loads(x) for x in (cli_run / "results.jsonl").read_text().splitlines()]
+    passing = [r["case"]["id"] for r in records
+               if all(v["status"] in ("pass", "not_applicable") for v in r["verdicts"].values())
+               and r["end_to_end"]["status"] == "pass"]
+    failing = [r["case"]["id"] for r in records if r["end_to_end"]["status"] == "fail"]
+    assert passing and failing, "the shop has cases that pass and cases that fail"
+    return passing[0], failing[0]
+
+
+@pytest.fixture
+def shop(pytester) -> Path:
+    """The shop scenario copied into the pytester folder (its rootdir and cache stay there)."""
+    shutil.copytree(SHOP.parent / "shop", pytester.path / "shop")
+    return Path(shutil.copy(SHOP, pytester.path / "shop.yaml"))
+
+
+def test_last_failed_reruns_only_the_failed_cases(pytester, shop, cli_run):
+    ok, bad = _passing_and_failing(cli_run)
+    out = pytester.path / "runs"
+    first = pytester.inline_run("--evalharness", str(shop), "--evalharness-out", str(out),
+                                "-k", f"{ok} or {bad}")
+    failed_first = {k for k, v in _statuses(first).items() if v == "failed"}
+    assert {k.split("::")[0] for k in failed_first} == {bad}
+    second = pytester.inline_run("--evalharness", str(shop), "--evalharness-out", str(out),
+                                 "--lf")
+    assert set(_statuses(second)) == failed_first
+    newest = max(out.iterdir(), key=lambda p: p.name)
+    ran = [json.loads(x)["case"]["id"] for x in
+           (newest / "results.jsonl").read_text().splitlines()]
+    assert ran == [bad]
+
+
+def test_passes_when_the_verdicts_pass(pytester, cli_run):
+    ok, _ = _passing_and_failing(cli_run)
+    result = pytester.runpytest_inprocess("--evalharness", str(SHOP), "-k", ok,
+                                          "-p", "no:cacheprovider")
+    assert result.ret == 0
+    assert result.parseoutcomes()["passed"] >= 2
+
+
+def test_inert_without_the_option(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    assert True\n")
+    scenario = pytester.path / "shop.yaml"
+    scenario.write_text(SHOP.read_text())
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")  # the folder, yaml and all
+    result.assert_outcomes(passed=1)
+    assert "evalharness:" not in result.stdout.str()  # no run announced, no run folder
+    assert pytester.parseconfig().pluginmanager.get_plugin("evalharness-session") is None
+    # the plugin is installed: its option and fixture exist all the same
+    assert pytester.parseconfig().pluginmanager.has_plugin("evalharness")
+
+
+def test_with_paths_the_session_collects_both(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    assert True\n")
+    result = pytester.runpytest_inprocess("--evalharness", str(SHOP), "test_one.py", "-k",
+                                          "test_one or q005", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] >= 2  # test_one and q005's passing items
+
+
+def test_a_broken_scenario_is_a_collection_error_with_evalharness_message(pytester):
+    bad = pytester.path / "bad.yaml"
+    bad.write_text("name: bad\ncases: nowhere.jsonl\n")
+    result = pytester.runpytest_inprocess("--evalharness", str(bad), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    text = result.stdout.str()
+    assert "bad.yaml" in text and "nowhere.jsonl" in text and "Traceback" not in text
+
+
+def test_missing_scenario_is_a_usage_error(pytester):
+    result = pytester.runpytest_inprocess("--evalharness", "nope.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no such scenario file" in result.stderr.str()
+
+
+def test_fixture_runs_once_per_options(pytester):
+    pytester.makepyfile(test_fx=f"""
+        SHOP = {str(SHOP)!r}
+
+        def test_sample(evalharness_run):
+            report = evalharness_run(SHOP, sample=6, seed=2)
+            assert report.cases["total"] == 6
+            assert "stratified by gold route" in report.selection["how"]
+            assert report is evalharness_run(SHOP, sample=6, seed=2)  # cached
+
+        def test_gate(evalharness_run):
+            report = evalharness_run(SHOP, limit=3)
+            assert report.components["router"].metrics["route_accuracy"].n == 3
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
