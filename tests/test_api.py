@@ -442,3 +442,32 @@ def test_the_examples_of_docs_api_md_run_and_print_what_it_shows(tmp_path, monke
     assert tried > 20
     assert failures == 0, "an example of docs/api.md does not print what it shows (see above)"
     assert "docs/api.md" in (ROOT / "core" / "evalharness" / "api.py").read_text()
+
+
+def test_an_edited_system_runs_its_new_code_in_the_same_process(tmp_path):
+    """A notebook user edits the adapter and runs again in the same kernel: the new code runs
+    (the system module is imported again when its file changed, and only then)."""
+    write_jsonl(tmp_path / "cases.jsonl",
+                [{"id": f"c{i}", "question": "q", "gold": {"routes": ["sql"]}} for i in range(3)])
+    system = tmp_path / "system.py"
+    scenario = write(tmp_path / "edit.yaml", """
+        name: edit
+        cases: cases.jsonl
+        system: system.py:answer
+        pipeline:
+          router: {routes: {sql: [], blog: []}}
+        evaluators:
+          router: [route_accuracy]
+    """)
+
+    def accuracy(route: str, out: str) -> float:
+        write(system, f"""
+            def answer(case):
+                return {{"case_id": case.id, "router": {{"routes": [{route!r}]}}}}
+        """)
+        report = evalharness.run_scenario(scenario, out=tmp_path / out, headroom=False)
+        return report.components["router"].metrics["route_accuracy"].mean
+
+    assert accuracy("sql", "first") == 1.0
+    assert accuracy("blog", "second") == 0.0  # the edit is seen
+    assert accuracy("blog", "third") == 0.0
