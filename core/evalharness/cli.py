@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -72,6 +73,7 @@ def cli() -> None:
       evalharness plugins --json                          what is installed
       evalharness schema trace                            JSON Schema of a trace
       evalharness trec qrels.txt run.txt -m map -m ndcg_cut_10   trec_eval-style
+      evalharness traces explain spans.jsonl              recorded spans → components
     """
 
 
@@ -450,6 +452,146 @@ def compare(run_a: Path, run_b: Path, as_json: bool, out_file: Path | None, alph
             click.echo(f"gated metric regressed: {', '.join(result.gated_regressions)}",
                        err=True)
         sys.exit(EXIT_GATE_FAILED)
+
+
+@cli.group()
+def traces() -> None:
+    """Read traces recorded by OpenTelemetry/OpenInference, OTel GenAI, Langfuse or
+    LangSmith: see how their spans map onto the pipeline, or convert them (docs/traces.md).
+
+    \b
+    Examples:
+      evalharness traces explain spans.jsonl                  the guessed preset, per trace
+      evalharness traces explain runs.json --mapping my-mapping.yaml --trace 87751d4c
+      evalharness traces convert spans.jsonl --out traces.jsonl --cases cases.jsonl
+    """
+
+
+def _trace_options(func):
+    for option in reversed([
+        click.option("--format", "fmt", metavar="NAME",
+                     help="The file's format (default: recognised from its content): "
+                          "otlp-json, otel-console, otlp-proto, phoenix, langfuse, langsmith."),
+        click.option("--mapping", metavar="FILE|PRESET",
+                     help="A mapping file (YAML) or a preset's name (default: guessed from "
+                          "the spans' instrumentation)."),
+        click.option("--scenario", "scenario_path", metavar="SCENARIO",
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="Map onto this scenario's pipeline (default: router → text2sql | "
+                          "retriever → generator)."),
+    ]):
+        func = option(func)
+    return func
+
+
+def _mapped_traces(path: Path, fmt: str | None, mapping: str | None,
+                   scenario_path: Path | None):
+    """(format, mapped traces, the pipeline) for the ``traces`` commands."""
+    from evalharness.pipeline import ComponentSpec, Pipeline
+    from evalharness.scenario import SHOP_PIPELINE
+    from evalharness.spans.importer import read_mapped
+    from evalharness.spans.mapping import mapping_spec
+
+    if not path.is_file():
+        raise InputProblem(f"{path}: no such file; give a file of exported spans")
+    step_models = {}
+    if scenario_path is not None:
+        loaded = load_scenario(scenario_path)
+        pipeline = loaded.pipeline
+        step_models = {k: kind.step for k in {pipeline.kind(n) for n in pipeline.order}
+                       if (kind := loaded.host.component_kind(k)) is not None
+                       and k not in Trace.model_fields}
+    else:
+        pipeline = Pipeline({n: ComponentSpec.model_validate(c)
+                             for n, c in SHOP_PIPELINE.items()})
+    spec = mapping_spec(mapping, base=Path.cwd(), source="--mapping", prefix=())
+    return (*read_mapped(path, fmt=fmt, mapping=spec, pipeline=pipeline,
+                         step_models=step_models), pipeline)
+
+
+@traces.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@_trace_options
+@click.option("--trace", "trace_ids", multiple=True, metavar="ID",
+              help="Explain only this trace (an id or its start; repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per trace.")
+def explain(path: Path, fmt: str | None, mapping: str | None, scenario_path: Path | None,
+            trace_ids: tuple[str, ...], as_json: bool) -> None:
+    """For each trace in PATH and each component: the span chosen, the selector that
+    matched, the values extracted, and what was ambiguous, missing or redacted.
+
+    \b
+    Examples:
+      evalharness traces explain spans.jsonl
+      evalharness traces explain spans.jsonl --scenario scenarios/shop.yaml --trace 87751d4c
+      evalharness traces explain runs.json --mapping langgraph --json
+    """
+    from evalharness.spans.mapped import explain as render
+
+    name, mapped, _ = _mapped_traces(path, fmt, mapping, scenario_path)
+    shown = 0
+    for m in mapped:
+        if trace_ids and not any(m.trace_id.startswith(t) for t in trace_ids):
+            continue
+        shown += 1
+        click.echo(m.model_dump_json() if as_json else render(m) + "\n")
+    if not shown:
+        raise InputProblem(f"{path} ({name}): no trace" + (
+            f" with an id starting {', '.join(trace_ids)}" if trace_ids else ""))
+
+
+@traces.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@_trace_options
+@click.option("--out", "out_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Write our trace JSONL here (the `traces:` of a scenario).")
+@click.option("--cases", "cases_file", metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a question-only case per trace, to label later; the "
+                   "reference-free metrics run on them at once.")
+def convert(path: Path, fmt: str | None, mapping: str | None, scenario_path: Path | None,
+            out_file: Path, cases_file: Path | None) -> None:
+    """Convert the spans in PATH into our trace JSONL (one trace per line, `case_id` = the
+    mapping's join key, else the trace id), and with --cases write question-only cases.
+
+    \b
+    Examples:
+      evalharness traces convert spans.jsonl --out traces.jsonl --cases cases.jsonl
+      evalharness traces convert runs.json --mapping my-mapping.yaml --out traces.jsonl
+    """
+    name, mapped, _ = _mapped_traces(path, fmt, mapping, scenario_path)
+    counts = {"traces": 0, "unmappable": 0, "no question": 0}
+    seen: set[str] = set()
+    for target in (out_file, cases_file):
+        if target is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_file, "w", encoding="utf-8") as out, \
+            (open(cases_file, "w", encoding="utf-8") if cases_file else
+             contextlib.nullcontext()) as cases_out:
+        for m in mapped:
+            case_id = m.join_key or m.trace_id
+            if case_id in seen:
+                case_id = m.trace_id
+            seen.add(case_id)
+            counts["traces"] += 1
+            counts["unmappable"] += bool(m.error)
+            trace = m.trace.model_copy(update={"case_id": case_id})
+            out.write(trace.model_dump_json(exclude_none=True) + "\n")
+            if cases_out is not None:
+                if not m.question:
+                    counts["no question"] += 1
+                    continue
+                case = Case(id=case_id, question=m.question, tags=["from-traces"],
+                            metadata={"trace_id": m.trace_id, "source": str(path)})
+                cases_out.write(case.model_dump_json(exclude_defaults=True) + "\n")
+    click.echo(f"{path} ({name}): {counts['traces']} traces → {out_file}"
+               + (f", {counts['traces'] - counts['no question']} question-only cases → "
+                  f"{cases_file}" if cases_file else "")
+               + (f"; {counts['unmappable']} could not be mapped (their `error` says why)"
+                  if counts["unmappable"] else "")
+               + (f"; {counts['no question']} had no question (no case written)"
+                  if counts["no question"] else ""))
 
 
 def main() -> None:

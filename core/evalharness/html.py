@@ -285,6 +285,14 @@ def _header(report: Report, colours: dict[str, str]) -> str:
                     f'{cases["system_errors"]} cases failed in the system under test</b>: their '
                     "components did not run and are in no mean below (see "
                     "<code>trace.error</code> in results.jsonl).</div></div>")
+    if report.trace_source:
+        src = report.trace_source
+        head.append(f'<div class="banner info" id="trace-source"><span class="icon">⇢</span>'
+                    f'<div><b>Recorded traces</b> from <code>{e(src.get("path", ""))}</code> '
+                    f'({e(src.get("format", ""))}): {src.get("traces", 0)} traces, '
+                    f'{src.get("matched", 0)} matched a case, {src.get("without_case", 0)} '
+                    f'without a case, {src.get("cases_without_trace", 0)} cases without a '
+                    "trace.</div></div>")
     if report.selection:
         head.append(f'<div class="banner info" id="selection"><span class="icon">◐</span><div>'
                     f'<b>Not every case ran</b>: {e(report.selection.get("how", ""))}. Means '

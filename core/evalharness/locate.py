@@ -199,3 +199,32 @@ def short(value: Any, limit: int = 60) -> str:
     """
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def yaml_problem(source: object, text: str, exc: yaml.YAMLError) -> str:
+    """One sentence naming the file, line, column and field of a YAML syntax error.
+
+    The parser often notices late: when the construct it could not finish started on an
+    earlier line, that line is named (and the field there).
+
+    >>> try:
+    ...     yaml.safe_load("a: 1\\nb: [1, 2\\n")
+    ... except yaml.YAMLError as exc:
+    ...     print(yaml_problem("m.yaml", "a: 1\\nb: [1, 2\\n", exc))
+    m.yaml, line 3, column 1 (while parsing a flow sequence that starts on line 2), field `b`: \
+invalid YAML (expected ',' or ']', but got '<stream end>'). Check indentation, brackets and quoting \
+there; values with ':' or '#' need quotes
+    """
+    mark = getattr(exc, "problem_mark", None)
+    where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    started = getattr(exc, "context_mark", None)
+    if mark and started and started.line != mark.line:
+        where += f" ({exc.context} that starts on line {started.line + 1})"
+        mark = started
+    near = field_near(text, mark.line + 1) if mark else ()
+    field = f", field `{format_path(near)}`" if near else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    if isinstance(exc, YAMLRefused):
+        return f"{source}{where}{field}: {problem}"
+    return (f"{source}{where}{field}: invalid YAML ({problem}). Check indentation, brackets "
+            "and quoting there; values with ':' or '#' need quotes")

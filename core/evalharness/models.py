@@ -749,6 +749,13 @@ class Report(_Model):
     cases: dict[str, int]
     """``total`` cases, ``system_errors``."""
 
+    trace_source: dict[str, Any] | None = None
+    """For a scenario of recorded traces: the file and its ``format`` (and the mapping or
+    preset for spans), how many ``traces`` it held, how many ``matched`` a case, the traces
+    ``without_case`` (counted; ``without_case_ids`` lists the first 50) and the
+    ``cases_without_trace`` (each is also a system error in results.jsonl). ``null`` when a
+    system ran."""
+
     selection: dict[str, Any] | None = None
     """How the cases were chosen when not all ran (``--limit``, ``--sample``, ``--filter``,
     ``--rerun-failed``): ``how`` (a sentence), ``chosen``, ``total``, ``ids_sha256`` and, for a

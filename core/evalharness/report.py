@@ -91,12 +91,14 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                "system_errors": tally.system_errors},
         selection=scenario.selection if scenario.selection.get("everything") is False
         else None,
+        trace_source=scenario.trace_source or None,
         components=components,
         gates=gates,
         verdict_criteria=criteria.report(),
         bottleneck=tally.bottleneck.summary(),
         warnings=[*getattr(outcome, "warnings", []),
                   *getattr(outcome.context.judge, "warnings", []),
+                  *_trace_warnings(scenario.trace_source),
                   *tally.system_error_warning(), *tally.warnings.result()],
         run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
@@ -108,6 +110,29 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
     for plugin in sorted(host.plugins):
         report.sections.extend(_sections_of(host, plugin, report, results))
     return report
+
+
+def trace_line(source: dict[str, Any]) -> str:
+    """One line on where recorded traces came from and how they matched the cases."""
+    how = source.get("preset") or source.get("mapping")
+    return (f"`{md_text(source.get('path'))}` ({source.get('format')}"
+            + (f", mapping {md_text(how)}" if how else "") + f"): {source.get('traces', 0)} "
+            f"traces, {source.get('matched', 0)} matched a case, "
+            f"{source.get('without_case', 0)} without a case, "
+            f"{source.get('cases_without_trace', 0)} cases without a trace")
+
+
+def _trace_warnings(source: dict[str, Any]) -> list[str]:
+    """Recorded traces that match no case: counted and named, never dropped silently."""
+    n = source.get("without_case") or 0
+    if not n:
+        return []
+    ids = source.get("without_case_ids") or []
+    more = f" and {n - len(ids)} more" if n > len(ids) else ""
+    return [f"{n} of the {source['traces']} recorded traces in {source['path']} match no case "
+            f"and were not evaluated: {', '.join(map(str, ids[:10]))}"
+            + (f" and {n - 10} more" if n > 10 else more)
+            + " (report.json, `trace_source.without_case_ids`, lists the first 50)"]
 
 
 def _with_verdicts(results: Sequence[CaseResult], criteria: verdicts.Criteria
@@ -593,6 +618,8 @@ def render_markdown(report: Report) -> str:
         f"- Cases: {report.cases['evaluated']} of {report.cases['total']} evaluated, "
         f"{report.cases['system_errors']} system errors",
         *([f"- Cases chosen: {md_text(report.selection['how'])}"] if report.selection else []),
+        *([f"- Recorded traces: {trace_line(report.trace_source)}"]
+          if report.trace_source else []),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in report.versions.items()),
         "",
         *([f"> **{report.cases['system_errors']} cases failed in the system under test**: "

@@ -290,8 +290,11 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
     with open(results_path, "a", encoding="utf-8") as sink, StopSignal(hint) as stop:
 
         def evaluate(batch: list) -> list[CaseResult]:
-            return evaluate_batch(scenario, context, [item[1:] for item in batch],
-                                  warned=warned)
+            results = evaluate_batch(scenario, context, [item[1:] for item in batch],
+                                     warned=warned)
+            for result in results:  # how recorded spans were mapped, where it was not plain
+                result.warnings.extend(scenario.trace_notes.get(result.case.id, ()))
+            return results
 
         def write(batch: list, results: list[CaseResult]) -> None:
             sink.write("".join(result.to_line() + "\n" for result in results))

@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,15 +30,14 @@ from evalharness.context import read_records
 from evalharness.errors import EvalHarnessError, ScenarioError
 from evalharness.judge.base import JudgeConfig
 from evalharness.locate import (
-    YAMLRefused,
     best_error,
-    field_near,
     format_path,
     line_of,
     load_yaml_with_lines,
     short,
+    yaml_problem,
 )
-from evalharness.models import Case, Trace
+from evalharness.models import BUILTIN_STEPS, Case, Trace
 from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec, Pipeline
 from evalharness.plugins import PluginHost, load_plugins
 
@@ -64,6 +64,28 @@ class GateSpec(_Strict):
 
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     """The largest share of the metric's cases that may be errors for the gate to pass."""
+
+
+class TracesSpec(_Strict):
+    """Where recorded traces come from, and how their spans map onto the pipeline."""
+
+    path: str
+    """The file (relative to the scenario file)."""
+
+    format: str | None = None
+    """``evalharness`` (our trace JSONL, or a run's results.jsonl), or a span format
+    (``otlp-json``, ``otel-console``, ``otlp-proto``, ``phoenix``, ``langfuse``,
+    ``langsmith``); default: recognised from the file's content."""
+
+    mapping: str | dict[str, Any] | None = None
+    """How spans become component steps: a mapping file (YAML, relative to the scenario
+    file), a preset's name, or the mapping inline; default: the preset guessed from the
+    spans' instrumentation."""
+
+    join: Literal["key", "question"] | None = None
+    """How a trace finds its case: by the mapping's ``join`` value (a trace attribute,
+    session id, tag or metadata equal to the case id), or by the normalised question text;
+    default: ``key`` when the mapping extracts one, else ``question``."""
 
 
 class SystemSpec(_Strict):
@@ -157,8 +179,10 @@ class ScenarioFile(_Strict):
     """The system under test: ``module:function``, ``file.py:function``, or a mapping with
     ``callable`` and ``options``. Exactly one of ``system`` and ``traces``."""
 
-    traces: str | None = None
-    """A JSONL file of recorded traces (or a previous run's ``results.jsonl``)."""
+    traces: str | TracesSpec | None = None
+    """Recorded traces instead of a system: a JSONL file of our traces (or a previous run's
+    ``results.jsonl``), or ``{path, format, mapping, join}`` for spans exported by
+    OpenTelemetry/OpenInference, Langfuse or LangSmith (docs/traces.md)."""
 
     database: DatabaseSpec | None = None
     """The database text-to-SQL runs against."""
@@ -320,6 +344,13 @@ class Scenario:
     """Field path -> line of the scenario file, for errors found after loading."""
     input_digests: dict[str, str] = field(default_factory=dict)
     """Input file -> its sha256 (what ``inputs_sha256`` combines), to name what changed."""
+    trace_source: dict = field(default_factory=dict)
+    """Where recorded traces came from and how they matched the cases (``traces``,
+    ``matched``, ``without_case`` and their ids, ``cases_without_trace``, the format and the
+    mapping); empty for a system."""
+    trace_notes: dict = field(default_factory=dict)
+    """Case id -> what mapping its recorded spans found ambiguous, missing or redacted (added
+    to the case result's warnings)."""
     selection: dict = field(default_factory=dict)
     """How ``cases`` were chosen from the file's (:meth:`evalharness.sampling.Chosen.record`);
     empty when nothing chose: every case."""
@@ -374,22 +405,7 @@ def load_scenario(
     except UnicodeDecodeError:
         raise ScenarioError(f"{path}: not UTF-8 text; a scenario is a YAML file") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        started = getattr(exc, "context_mark", None)
-        if mark and started and started.line != mark.line:
-            # The parser noticed late: the construct it could not finish started earlier.
-            where += f" ({exc.context} that starts on line {started.line + 1})"
-            mark = started
-        near = field_near(raw.decode("utf-8"), mark.line + 1) if mark else ()
-        field = f", field `{format_path(near)}`" if near else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        if isinstance(exc, YAMLRefused):
-            raise ScenarioError(f"{path}{where}{field}: {problem}") from None
-        raise ScenarioError(
-            f"{path}{where}{field}: invalid YAML ({problem}). Check indentation, brackets and "
-            "quoting there; values with ':' or '#' need quotes"
-        ) from None
+        raise ScenarioError(yaml_problem(path, raw.decode("utf-8"), exc)) from None
     problems = _Problems(path, lines)
     if not isinstance(data, dict):
         raise problems.error((), "a scenario must be a YAML mapping with at least `name`, "
@@ -456,8 +472,10 @@ def load_scenario(
             loc = ("system", "callable") if isinstance(spec.system, SystemSpec) else ("system",)
             must_exist(loc, target, "system file")
     else:
-        traces_path = must_exist(("traces",), spec.traces, "traces file")
-        traces = load_traces(traces_path)
+        recorded = spec.traces if isinstance(spec.traces, TracesSpec) else TracesSpec(
+            path=spec.traces)
+        traces_loc = ("traces", "path") if isinstance(spec.traces, TracesSpec) else ("traces",)
+        traces_path = must_exist(traces_loc, recorded.path, "traces file")
 
     # Resources.
     db_path = db_build = corpus_path = None
@@ -531,11 +549,20 @@ def load_scenario(
 
     verdicts = _configure_verdicts(spec, pipeline, configured, problems)
 
+    trace_source: dict[str, Any] = {}
+    trace_notes: dict[str, list[str]] = {}
+    mapping_file = None
+    if spec.traces is not None:
+        traces, trace_source, mapping_file = _recorded_traces(
+            recorded, traces_path, pipeline, cases, problems, resolve, host, trace_notes)
+
     inputs = [p for p in (*plugin_files, db_build, corpus_path) if p is not None]
     if isinstance(spec.cases, str):
         inputs.append(resolve(spec.cases))
     if spec.traces:
-        inputs.append(resolve(spec.traces))
+        inputs.append(traces_path)
+    if mapping_file is not None:
+        inputs.append(mapping_file)
     if system is not None and system.callable.rsplit(":", 1)[0].endswith(".py"):
         inputs.append(resolve(system.callable.rsplit(":", 1)[0]))
     digests = _digests(raw, path, inputs, db_path)
@@ -543,7 +570,7 @@ def load_scenario(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
         inputs_sha256=_combined(digests), input_digests=digests, lines=lines,
         pipeline=pipeline, evaluators=configured, gates=gates, verdicts=verdicts,
-        traces=traces, system=system,
+        traces=traces, trace_source=trace_source, trace_notes=trace_notes, system=system,
         database_path=db_path, database_build=db_build, corpus_path=corpus_path,
         plugin_files=plugin_files,
     )
@@ -726,6 +753,91 @@ def load_cases(path: Path) -> list[Case]:
     return list(read_records(path, Case, key=lambda c: c.id, what="a case",
                              example='{"id": "q1", "question": "...", "gold": {...}}',
                              reject_surrogates=True).values())
+
+
+NATIVE = "evalharness"
+"""The ``format:`` of our own trace JSONL (and of a run's results.jsonl)."""
+
+LISTED_IDS = 50
+"""Trace ids without a case listed in the report (all are counted)."""
+
+
+def _recorded_traces(recorded: TracesSpec, path: Path, pipeline: Pipeline, cases: list[Case],
+                     problems: _Problems, resolve: Callable[[str], Path], host: PluginHost,
+                     trace_notes: dict[str, list[str]]
+                     ) -> tuple[dict[str, Trace], dict[str, Any], Path | None]:
+    """Read recorded traces (ours, or spans through a mapping), keyed by case id, with what
+    the report says of them; a trace that matches no case is counted and listed, never
+    dropped silently."""
+    fmt = recorded.format or (NATIVE if looks_native(path) else None)
+    mapping_file = None
+    if fmt == NATIVE:
+        if recorded.mapping is not None or recorded.join is not None:
+            raise problems.error(("traces", "mapping" if recorded.mapping is not None
+                                  else "join"), "our own trace format needs no mapping: each "
+                                 "line names its `case_id`; a mapping is for spans "
+                                 "(`format: otlp-json`, `langfuse`, `langsmith`, ...)")
+        traces = load_traces(path)
+        extra: dict[str, Any] = {}
+        unmatched = [k for k in traces if k not in {c.id for c in cases}]
+    else:
+        from evalharness.spans.importer import import_traces
+        from evalharness.spans.mapping import MappingError, mapping_spec
+        from evalharness.spans.readers import READERS
+
+        if fmt is not None and fmt not in READERS:
+            raise problems.error(("traces", "format"), f"unknown trace format {fmt!r}; "
+                                 f"formats: {NATIVE}, {', '.join(READERS)}")
+        if isinstance(recorded.mapping, str) and (
+                recorded.mapping.endswith((".yaml", ".yml"))
+                or resolve(recorded.mapping).is_file()):
+            mapping_file = resolve(recorded.mapping)
+            if not mapping_file.is_file():
+                raise problems.error(("traces", "mapping"), f"mapping file "
+                                     f"{recorded.mapping!r} does not exist (resolved to "
+                                     f"{mapping_file})")
+        spec = mapping_spec(recorded.mapping, base=problems.path.parent,
+                            source=problems.path, lines=problems.lines,
+                            prefix=("traces", "mapping"))
+        kinds = {pipeline.kind(name) for name in pipeline.order} - set(BUILTIN_STEPS)
+        step_models = {k: kind.step for k in kinds if (kind := host.component_kind(k))}
+        try:
+            imported = import_traces(path, fmt=fmt, mapping=spec, join=recorded.join,
+                                     pipeline=pipeline, cases=cases, step_models=step_models)
+        except MappingError:
+            raise
+        except EvalHarnessError as exc:
+            raise problems.error(("traces",), str(exc)) from None
+        traces, unmatched, extra = imported.traces, imported.unmatched, imported.info
+        trace_notes.update(imported.notes)
+        if recorded.mapping is not None:
+            extra["mapping"] = (str(mapping_file) if mapping_file is not None
+                                else recorded.mapping if isinstance(recorded.mapping, str)
+                                else "inline")
+        fmt = imported.format
+    ids = {c.id for c in cases}
+    total = len(traces) if fmt == NATIVE else len(traces) + len(unmatched)
+    source = {"path": str(path), "format": fmt, **extra, "traces": total,
+              "matched": sum(1 for k in traces if k in ids),
+              "without_case": len(unmatched), "without_case_ids": unmatched[:LISTED_IDS],
+              "cases_without_trace": sum(1 for c in cases if c.id not in traces)}
+    return traces, source, mapping_file
+
+
+def looks_native(path: Path) -> bool:
+    """Whether the first record of ``path`` is one of our traces (or a run's result line)."""
+    with open(path, "rb") as fh:
+        while raw := fh.readline(1 << 20):  # a first line past 1 MB is not read whole
+            if not raw.strip():
+                continue
+            try:
+                first = json.loads(raw)
+            except ValueError:  # not JSON, or a huge line: ours start with `case_id` or `case`
+                return bool(re.match(rb'\s*\{\s*"(schema_version"\s*:\s*"[^"]*"\s*,\s*")?'
+                                     rb'(case_id|case)"', raw))
+            return isinstance(first, dict) and ("case_id" in first or (
+                isinstance(first.get("trace"), dict) and "case" in first))
+    return True  # an empty file: ours (it simply has no trace)
 
 
 def load_traces(path: Path) -> dict[str, Trace]:

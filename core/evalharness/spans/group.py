@@ -1,0 +1,138 @@
+"""Spans grouped into their traces, however an export interleaves them, in bounded memory.
+
+An exporter writes spans as they end, in batches that mix the traces of concurrent requests,
+so the spans of one trace can be anywhere in a file: no trace is known to be complete until
+the whole file has been read. :func:`group_traces` therefore reads all of it first, holding
+the spans in memory while there are few, and in a temporary SQLite file (one
+:meth:`Span.to_json` line per span, keyed by trace) once there are more than
+``memory_spans`` — so a 1 GB export is grouped in a few hundred MB
+(``benchmarks/trace_import.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from evalharness.spans.model import Span
+
+MEMORY_SPANS = 20_000
+"""Spans held in memory before they go to disk: OpenInference RAG spans take about 4 KB of
+Python objects each, so some 90 MB (``benchmarks/trace_import.py``, a 200 MB export: its
+87,040 spans all held in memory peak at 434 MB in 8.8 s; spilled beyond 20,000, at 185 MB in
+9.2 s)."""
+
+_NO_START = (1 << 63) - 1
+"""The sort key of a span without a start time: after every span that has one."""
+_INSERT_ROWS = 5_000
+
+
+def _start(span: Span) -> int:
+    return _NO_START if span.start_ns is None else span.start_ns
+
+
+def group_traces(spans: Iterable[Span], *, memory_spans: int = MEMORY_SPANS,
+                 spill_dir: Path | None = None) -> Iterator[list[Span]]:
+    """The spans of each trace together, ordered by start time, then by their order in
+    ``spans`` (a span without a start time last); the traces in the order their first span
+    comes. Nothing is yielded before ``spans`` is exhausted.
+
+    Up to ``memory_spans`` spans are held in memory; beyond, every span goes to a temporary
+    SQLite file in ``spill_dir`` (default: the system's temporary folder; it needs about as
+    much space as the spans' JSON), deleted when the groups have been read or the generator is
+    closed. The groups are the same either way.
+
+    >>> from evalharness.spans.model import Span
+    >>> spans = [Span("t1", "b", "a", "retrieve", start_ns=20), Span("t2", "x", None, "ask",
+    ...          start_ns=5), Span("t1", "a", None, "answer", start_ns=10)]
+    >>> [[s.name for s in trace] for trace in group_traces(spans)]
+    [['answer', 'retrieve'], ['ask']]
+    >>> [[s.name for s in trace] for trace in group_traces(spans, memory_spans=1)]
+    [['answer', 'retrieve'], ['ask']]
+    """
+    order: dict[str, int] = {}
+    held: list[list[Span]] = []
+    count = 0
+    spill: _Spill | None = None
+    try:
+        for span in spans:
+            trace = order.setdefault(span.trace_id, len(order))
+            if spill is not None:
+                spill.add(trace, span)
+                continue
+            if trace == len(held):
+                held.append([])
+            held[trace].append(span)
+            count += 1
+            if count > memory_spans:
+                spill = _Spill(spill_dir)
+                for number, group in enumerate(held):
+                    for kept in group:
+                        spill.add(number, kept)
+                held = []
+        if spill is None:
+            for group in held:
+                group.sort(key=_start)  # stable: file order among equal start times
+                yield group
+            return
+        yield from spill.groups()
+    finally:
+        if spill is not None:
+            spill.close()
+
+
+class _Spill:
+    """A temporary SQLite file of spans keyed by (trace number, start, order read)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        handle, name = tempfile.mkstemp(prefix="evalharness-traces-", suffix=".sqlite",
+                                        dir=folder)
+        os.close(handle)
+        self.path = Path(name)
+        # the groups may be read in another thread than the one that made them
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
+                       "temp_store=FILE", "cache_size=-32768"):
+            self.db.execute(f"PRAGMA {pragma}")
+        self.db.execute("CREATE TABLE spans (trace INTEGER, start INTEGER, seq INTEGER, "
+                        "span TEXT)")
+        self.rows: list[tuple[int, int, int, str]] = []
+        self.seq = 0
+
+    def add(self, trace: int, span: Span) -> None:
+        self.rows.append((trace, _start(span), self.seq, span.to_json()))
+        self.seq += 1
+        if len(self.rows) >= _INSERT_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.db.execute("BEGIN")
+            self.db.executemany("INSERT INTO spans VALUES (?, ?, ?, ?)", self.rows)
+            self.db.execute("COMMIT")
+            self.rows = []
+
+    def groups(self) -> Iterator[list[Span]]:
+        self.flush()
+        self.db.execute("CREATE INDEX by_trace ON spans (trace, start, seq)")
+        group: list[Span] = []
+        current = None
+        for trace, text in self.db.execute(
+                "SELECT trace, span FROM spans ORDER BY trace, start, seq"):
+            if trace != current and group:
+                yield group
+                group = []
+            current = trace
+            group.append(Span.from_json(text))
+        if group:
+            yield group
+
+    def close(self) -> None:
+        self.db.close()
+        try:
+            self.path.unlink()
+        except OSError:
+            pass

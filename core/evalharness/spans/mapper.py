@@ -1,0 +1,1146 @@
+"""Applying a mapping to the spans of one trace: :func:`map_trace`.
+
+For each pipeline component (in pipeline order, so the router's routes are known when a
+component is ``required: when_routed``): select its spans, pick among them, extract each step
+field from the chosen span(s) — trying the alternatives of each extractor in turn — and record
+everything in a :class:`~evalharness.spans.mapped.Mapped`. The rules:
+
+* **Latency** is the chosen span's duration (the union of the intervals of several chosen
+  spans, and of the reranker span whose output became the retriever's final ranking).
+* **Tokens** are summed over the *outermost* spans that report usage in the chosen span's
+  subtree (the span itself, else its descendants): a chain that reports its children's total
+  (LangSmith) is counted once, and a provider's span under a framework's LLM span
+  (OpenLLMetry) is not counted again. :data:`USAGE_KEYS` and :data:`NESTED_USAGE_KEYS` say
+  which attributes report usage.
+* A value that is ``__REDACTED__`` (or another marker under ``redacted:``), or absent from a
+  chosen span (content capture off), never becomes an empty answer: the step gets an ``error``
+  that says so. A chosen span whose status is ERROR makes the step's ``error``.
+* A component whose selector matches nothing did not run (no step), unless it is required —
+  then its step is an error. A trace where no component matches any span is unmappable: the
+  :class:`Mapped` has ``error`` (and ``trace.error``) with the reason per component.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import json
+import math
+import re
+from collections.abc import Iterator, Sequence
+from collections.abc import Mapping as MappingABC
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from evalharness.locate import short
+from evalharness.models import (
+    BUILTIN_STEPS,
+    GeneratorStep,
+    RetrieverStep,
+    RouterStep,
+    Trace,
+    Usage,
+)
+from evalharness.pipeline import Pipeline
+from evalharness.spans import access
+from evalharness.spans.access import MISSING, Many, Token
+from evalharness.spans.mapped import (
+    ComponentExplanation,
+    Mapped,
+    Problem,
+    SpanRef,
+    ValueSource,
+)
+from evalharness.spans.mapping import (
+    PRIMARY,
+    TARGETS,
+    ComponentMapping,
+    Extractor,
+    Mapping,
+    MappingSpec,
+    PickBy,
+    Selector,
+    ValueTest,
+    alternatives_of,
+    resolve_mapping,
+)
+from evalharness.spans.model import Span
+
+# --------------------------------------------------------------------------------------------
+# The span tree
+# --------------------------------------------------------------------------------------------
+
+
+class _Tree:
+    """The spans of one trace, ordered by start time, with parents and children."""
+
+    def __init__(self, spans: Sequence[Span]) -> None:
+        indexed = list(enumerate(spans))
+        ids = {s.span_id for s in spans}
+        self.parent: dict[str, str | None] = {
+            s.span_id: s.parent_id if s.parent_id in ids else None for s in spans}
+        self.depth: dict[str, int] = {}
+        for s in spans:
+            self.depth[s.span_id] = self._depth(s.span_id)
+        indexed.sort(key=lambda p: (p[1].start_ns if p[1].start_ns is not None else 0,
+                                    self.depth[p[1].span_id], p[0]))
+        self.spans = [s for _, s in indexed]
+        self.by_id = {s.span_id: s for s in self.spans}
+        self.pos = {s.span_id: i for i, s in enumerate(self.spans)}
+        self.children: dict[str, list[Span]] = {}
+        for s in self.spans:
+            p = self.parent[s.span_id]
+            if p is not None:
+                self.children.setdefault(p, []).append(s)
+        roots = [s for s in self.spans if self.parent[s.span_id] is None]
+        self.root = roots[0] if roots else self.spans[0]
+
+    def _depth(self, span_id: str) -> int:
+        d, seen = 0, {span_id}
+        p = self.parent.get(span_id)
+        while p is not None and p not in seen:
+            seen.add(p)
+            d += 1
+            p = self.parent.get(p)
+        return d
+
+    def ancestors(self, span: Span) -> Iterator[Span]:
+        seen = {span.span_id}
+        p = self.parent.get(span.span_id)
+        while p is not None and p not in seen:
+            seen.add(p)
+            yield self.by_id[p]
+            p = self.parent.get(p)
+
+    def subtree(self, span: Span) -> list[Span]:
+        out, stack = [], [span]
+        while stack:
+            s = stack.pop()
+            out.append(s)
+            stack.extend(self.children.get(s.span_id, ()))
+        out.sort(key=lambda s: self.pos[s.span_id])
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Selecting spans, reading values
+# --------------------------------------------------------------------------------------------
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _kind(span: Span) -> str:
+    """The span's kind; an OpenInference span read without one has it as an attribute."""
+    kind = span.kind or span.attributes.get("openinference.span.kind")
+    return kind if isinstance(kind, str) else ""
+
+
+def _test(value: Any, cond: Any) -> bool:
+    present = value is not MISSING and value is not None
+    if not isinstance(cond, ValueTest):
+        return present and _as_text(value) == _as_text(cond)
+    if cond.exists is not None and present != cond.exists:
+        return False
+    if not present:  # only `exists: false` holds for an absent value
+        return cond.equals is None and cond.regex is None and cond.in_ is None
+    text = (_as_text(value) if not isinstance(value, (dict, list))
+            else json.dumps(value, default=str))
+    if cond.equals is not None and text != _as_text(cond.equals):
+        return False
+    if cond.regex is not None and not re.search(cond.regex, text):
+        return False
+    return not (cond.in_ is not None and text not in {_as_text(v) for v in cond.in_})
+
+
+class _Context:
+    """What selecting and extracting need besides the spans: the resolved mapping's settings
+    and per-trace caches."""
+
+    def __init__(self, mapping: Mapping, tree: _Tree) -> None:
+        self.mapping = mapping
+        self.tree = tree
+        self._matches: dict[tuple[int, str], bool] = {}
+
+    # -- selectors ---------------------------------------------------------------------------
+
+    def matches(self, sel: Selector, span: Span) -> bool:
+        key = (id(sel), span.span_id)
+        if key not in self._matches:
+            self._matches[key] = self._matches_now(sel, span)
+        return self._matches[key]
+
+    def _matches_now(self, sel: Selector, span: Span) -> bool:
+        if sel.kind is not None:
+            kinds = [sel.kind] if isinstance(sel.kind, str) else sel.kind
+            if _kind(span).lower() not in {k.lower() for k in kinds}:
+                return False
+        if sel.name is not None and not re.search(sel.name, span.name):
+            return False
+        if sel.scope is not None and not re.search(sel.scope, span.scope or ""):
+            return False
+        if sel.status is not None and (span.status or "UNSET") != sel.status:
+            return False
+        if sel.root is not None and (span is self.tree.root) != sel.root:
+            return False
+        for key, cond in sel.attributes.items():
+            value = access.walk(span.attributes, _key_tokens(key))
+            if not _test(value, cond):
+                return False
+        for key, cond in sel.metadata.items():
+            if not _test(self.metadata(span, key), cond):
+                return False
+        if sel.has is not None:
+            got = self.read(span, alternatives_of(sel.has))
+            if got is None:
+                return False
+        if sel.not_ is not None and self.matches(sel.not_, span):
+            return False
+        if sel.any_of is not None and not any(self.matches(s, span) for s in sel.any_of):
+            return False
+        if sel.descendant_of is not None and not any(
+                self.matches(sel.descendant_of, a) for a in self.tree.ancestors(span)):
+            return False
+        return sel.ancestor_of is None or any(
+            self.matches(sel.ancestor_of, d) for d in self.tree.subtree(span) if d is not span)
+
+    def metadata(self, span: Span, key: str) -> Any:
+        for tokens in self.mapping.metadata_fields:
+            value = access.read_field(span, [*tokens, Token("name", key, quoted=True)])
+            if value is not MISSING:
+                return value
+        return MISSING
+
+    def select(self, sel: Selector, within: Sequence[Span] | None = None
+               ) -> tuple[list[Span], int]:
+        """Spans matching ``sel`` (in ``within``, else the trace), in start order; and how many
+        nested matches ``outermost`` dropped."""
+        pool = self.tree.spans if within is None else list(within)
+        if within is not None and sel.root and self.tree.root not in pool:
+            pool = [self.tree.root, *pool]
+        found = [s for s in pool if self.matches(sel, s)]
+        if not sel.outermost:
+            return found, 0
+        ids = {s.span_id for s in found}
+        kept = [s for s in found if not any(a.span_id in ids for a in self.tree.ancestors(s))]
+        return kept, len(found) - len(kept)
+
+    # -- values ------------------------------------------------------------------------------
+
+    def raw(self, span: Span, ex: Extractor) -> Any:
+        """The extractor's value in ``span`` after its modifiers, or MISSING."""
+        if ex.constant:
+            return copy.deepcopy(ex.value)
+        value = access.read_field(span, ex._field) if ex._field is not None else MISSING
+        if value is not MISSING and ex._path is not None:
+            value = access.walk(value, ex._path)
+        if isinstance(value, Many):
+            value = list(value)
+        if value is MISSING:
+            return MISSING
+        return _modify(value, ex)
+
+    def read(self, span: Span, alternatives: list[Extractor] | None,
+             convert: Any = None) -> _Got | None:
+        """The first alternative that yields a usable value from ``span`` (or the spans its
+        ``from`` names); ``None`` when none does. Redacted and unconvertible values are kept
+        as problems and the next alternative tried."""
+        if not alternatives:
+            return None
+        first_problem: _Got | None = None
+        for ex in alternatives:
+            if ex._field is None and not ex.constant:
+                continue
+            if ex.from_ is not None:
+                pool, _ = self.select(ex.from_, self.tree.subtree(span))
+                if ex.pick == "last":
+                    pool = list(reversed(pool))
+            else:
+                pool = [span]
+            for s in pool:
+                value = self.raw(s, ex)
+                if value is MISSING or value is None or value == "" or (
+                        isinstance(value, list) and value and all(v is None for v in value)):
+                    continue
+                if _is_redacted(value, self.mapping.redacted):
+                    first_problem = first_problem or _Got(value, s, ex, redacted=True)
+                    continue
+                if convert is not None:
+                    try:
+                        value = convert(value)
+                    except (_Invalid, TypeError, ValueError) as exc:
+                        first_problem = first_problem or _Got(value, s, ex, invalid=str(exc))
+                        continue
+                return _Got(value, s, ex)
+        return first_problem
+
+
+@dataclass
+class _Got:
+    value: Any
+    span: Span
+    extractor: Extractor
+    redacted: bool = False
+    invalid: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.redacted and self.invalid is None
+
+    def source(self) -> ValueSource:
+        return ValueSource(span=SpanRef.of(self.span), extractor=self.extractor.describe())
+
+
+@functools.lru_cache(maxsize=1024)
+def _key_tokens(key: str) -> list[Token]:
+    """An attribute key as path tokens: its dotted parts (matched greedily), or the key
+    whole when it has characters a name cannot."""
+    if re.fullmatch(r"[^\[\]\"'\s]+", key):
+        return access.parse(f"$.{key}", field=False)
+    return [Token("name", key, quoted=True)]
+
+
+class _Invalid(ValueError):
+    """A value that does not convert to its step field's type."""
+
+
+def _modify(value: Any, ex: Extractor) -> Any:
+    if ex.parse is not None and isinstance(value, str):
+        try:
+            value = (json.loads(value) if ex.parse == "json"
+                     else access.plain(ast.literal_eval(value)))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return MISSING
+    if ex.regex is not None:
+        value = _regex_take(value, ex.regex)
+        if value is MISSING:
+            return MISSING
+    if ex.map is not None:
+        value = ([_map_one(v, ex.map) for v in value] if isinstance(value, list)
+                 else _map_one(value, ex.map))
+    if ex.take is not None and isinstance(value, list):
+        items = [v for v in value if v is not None]
+        if not items:
+            return MISSING
+        value = items[0] if ex.take == "first" else items[-1]
+    if ex.join is not None and isinstance(value, list):
+        value = ex.join.join(_as_text(v) if not isinstance(v, str) else v
+                             for v in value if v is not None)
+    return value
+
+
+def _regex_one(text: str, pattern: str) -> Any:
+    m = re.search(pattern, text, re.DOTALL)
+    if not m:
+        return MISSING
+    if "value" in m.re.groupindex:
+        return m.group("value")
+    return m.group(1) if m.re.groups else m.group(0)
+
+
+def _regex_take(value: Any, pattern: str) -> Any:
+    if isinstance(value, list):
+        out = [_regex_one(v, pattern) for v in value if isinstance(v, str)]
+        out = [v for v in out if v is not MISSING]
+        return out if out else MISSING
+    if isinstance(value, (dict,)):
+        return MISSING
+    return _regex_one(_as_text(value), pattern)
+
+
+def _map_one(value: Any, table: dict[str, Any]) -> Any:
+    if isinstance(value, (dict, list)) or value is None:
+        return value
+    return table.get(_as_text(value), value)
+
+
+def _is_redacted(value: Any, markers: set[str]) -> bool:
+    if isinstance(value, str):
+        return value.strip() in markers
+    if isinstance(value, list):
+        return any(_is_redacted(v, markers) for v in value)
+    if isinstance(value, dict):
+        return any(_is_redacted(v, markers) for v in value.values())
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# Converting values to step fields
+# --------------------------------------------------------------------------------------------
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) or v is None for v in value):
+        return "".join(v for v in value if v)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _as_text(value)
+    raise _Invalid(f"expected a text, found {type(value).__name__} {short(value)}")
+
+
+def _list_of_texts(value: Any) -> list[str | None]:
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return [_as_text(value)]
+    if not isinstance(value, list):
+        raise _Invalid(f"expected a list, found {type(value).__name__} {short(value)}")
+    out: list[str | None] = []
+    for v in value:
+        if v is None or isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(_as_text(v))
+        else:
+            raise _Invalid(f"expected texts, found {type(v).__name__} {short(v)}")
+    return out
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise _Invalid(f"expected a number, found {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise _Invalid(f"expected a number, found {short(value)}") from None
+    if not math.isfinite(number):
+        raise _Invalid(f"expected a finite number, found {value!r}")
+    return number
+
+
+def _numbers(value: Any) -> list[float | None]:
+    if not isinstance(value, list):
+        value = [value]
+    return [None if v is None else _number(v) for v in value]
+
+
+def _rows(value: Any) -> tuple[list[list[Any]], list[str] | None]:
+    if isinstance(value, str):
+        text = value.strip()
+        parsed: Any = MISSING
+        for parser in (json.loads, ast.literal_eval):
+            try:
+                parsed = parser(text)
+                break
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+        if parsed is MISSING:
+            raise _Invalid(f"rows are a text that is neither JSON nor a Python literal: "
+                           f"{short(text)}")
+        value = parsed
+    if isinstance(value, dict) and "rows" in value:
+        cols = value.get("columns") or value.get("col_keys")
+        rows, _ = _rows(value["rows"])
+        return rows, [str(c) for c in cols] if isinstance(cols, list) else None
+    if isinstance(value, tuple):
+        value = list(value)
+    if not isinstance(value, list):
+        raise _Invalid(f"rows must be a list, found {type(value).__name__} {short(value)}")
+    if value and all(isinstance(r, dict) for r in value):
+        columns = list(value[0])
+        return [[r.get(c) for c in columns] for r in value], columns
+    rows = []
+    for r in value:
+        if isinstance(r, (list, tuple)):
+            rows.append(list(r))
+        else:
+            rows.append([r])
+    return rows, None
+
+
+def _routes(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [str(k) for k, v in value.items() if v]
+    return [t for t in _list_of_texts(value) if t]
+
+
+def _route_scores(value: Any) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise _Invalid(f"router scores must be a record route -> score, found {short(value)}")
+    return {str(k): _number(v) for k, v in value.items()}
+
+
+def _confidence(value: Any) -> float:
+    number = _number(value)
+    if not 0 <= number <= 1:
+        raise _Invalid(f"a confidence must be in [0, 1], found {number}")
+    return number
+
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def _sql(value: Any) -> str:
+    text = _text_of(value).strip()
+    m = _FENCE.match(text)
+    if m:
+        text = m.group(1).strip()
+    if not text:
+        raise _Invalid("the SQL is empty")
+    return text
+
+
+def _ids(value: Any) -> list[str | None]:
+    return _list_of_texts(value)
+
+
+def _contexts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        raise _Invalid(f"contexts must be a list of texts, found {short(value)}")
+    return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+            for v in value if v is not None]
+
+
+CONVERTERS: dict[str, Any] = {
+    "routes": _routes, "confidence": _confidence, "sql": _sql, "columns": _list_of_texts,
+    "ids": _ids, "texts": _list_of_texts, "answer": _text_of, "contexts": _contexts,
+    "latency_ms": _number, "prompt_tokens": _number, "completion_tokens": _number,
+}
+
+
+def _converter(kind: str, target: str) -> Any:
+    if target == "scores":
+        return _route_scores if kind == "router" else _numbers
+    if target == "rows":
+        return _rows
+    return CONVERTERS.get(target)
+
+
+# --------------------------------------------------------------------------------------------
+# Usage and latency
+# --------------------------------------------------------------------------------------------
+
+USAGE_KEYS: tuple[tuple[str, str], ...] = (
+    ("llm.token_count.prompt", "llm.token_count.completion"),          # OpenInference
+    ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"),       # OTel GenAI
+    ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"),  # GenAI <= 1.26
+    ("llm.usage.prompt_tokens", "llm.usage.completion_tokens"),        # early OpenLLMetry
+)
+"""Flat attribute pairs (prompt, completion) that report a span's token usage, first found."""
+
+NESTED_USAGE_KEYS: tuple[tuple[str, str], ...] = (
+    ("prompt_tokens", "completion_tokens"),   # LangSmith, OpenAI
+    ("input_tokens", "output_tokens"),        # LangChain usage_metadata, Anthropic
+    ("input", "output"),                      # Langfuse usage / usageDetails
+    ("promptTokens", "completionTokens"),     # Langfuse (camelCase)
+)
+"""Keys of a nested ``usage`` record (Langfuse, LangSmith), first pair found."""
+
+
+def span_usage(span: Span) -> tuple[int, int] | None:
+    """``(prompt, completion)`` tokens a span reports itself, or ``None``.
+
+    >>> span_usage(Span(trace_id="t", span_id="s", parent_id=None, name="x",
+    ...                 attributes={"gen_ai.usage.input_tokens": 12}))
+    (12, 0)
+    """
+    attrs = span.attributes
+    for p, c in USAGE_KEYS:
+        if p in attrs or c in attrs:
+            return _count(attrs.get(p)), _count(attrs.get(c))
+    for key in ("usage", "usage_details", "usageDetails"):
+        record = attrs.get(key)
+        if isinstance(record, dict):
+            for p, c in NESTED_USAGE_KEYS:
+                if p in record or c in record:
+                    return _count(record.get(p)), _count(record.get(c))
+    return None
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _usage_over(tree: _Tree, spans: Sequence[Span]) -> tuple[tuple[int, int], int] | None:
+    """Tokens of the outermost usage-reporting spans under ``spans``; and how many spans."""
+    total_p = total_c = n = 0
+    seen: set[str] = set()
+    for top in spans:
+        stack = [top]
+        while stack:
+            s = stack.pop()
+            if s.span_id in seen:
+                continue
+            seen.add(s.span_id)
+            got = span_usage(s)
+            if got is not None:
+                total_p += got[0]
+                total_c += got[1]
+                n += 1
+                continue
+            stack.extend(tree.children.get(s.span_id, ()))
+    return ((total_p, total_c), n) if n else None
+
+
+def _latency(spans: Sequence[Span]) -> float | None:
+    """Wall-clock milliseconds covered by the spans (the union of their intervals)."""
+    intervals = sorted((s.start_ns, s.end_ns) for s in spans
+                       if s.start_ns is not None and s.end_ns is not None)
+    if not intervals:
+        return None
+    total, (cur_start, cur_end) = 0, intervals[0]
+    for start, end in intervals[1:]:
+        if start > cur_end:
+            total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    total += max(0, cur_end - cur_start)
+    return total / 1e6
+
+
+# --------------------------------------------------------------------------------------------
+# Mapping a trace
+# --------------------------------------------------------------------------------------------
+
+
+def _compact(model: BaseModel | None) -> str:
+    if model is None:
+        return ""
+    data = model.model_dump(by_alias=True, exclude_defaults=True, exclude_none=True)
+    return yaml.safe_dump(data, default_flow_style=True, width=10**6, sort_keys=False).strip()
+
+
+def _exception_text(span: Span) -> str | None:
+    for event in reversed(span.events):
+        if event.name == "exception":
+            etype = event.attributes.get("exception.type")
+            message = event.attributes.get("exception.message")
+            if etype or message:
+                return f"{etype}: {message}" if etype and message else str(etype or message)
+    return span.status_message or None
+
+
+@dataclass
+class _Component:
+    """Work area for one component while its step is built."""
+
+    name: str
+    kind: str
+    explanation: ComponentExplanation
+    chosen: list[Span] = field(default_factory=list)
+    step: dict[str, Any] | None = None
+    extra_spans: list[Span] = field(default_factory=list)
+
+
+def map_trace(spans: Sequence[Span], mapping: Mapping | MappingSpec | None,
+              pipeline: Pipeline, *,
+              step_models: MappingABC[str, type[BaseModel]] | None = None) -> Mapped:
+    """Map the spans of one trace onto ``pipeline``'s components.
+
+    :param spans: every span of one trace (any order).
+    :param mapping: a resolved :class:`Mapping`; a :class:`MappingSpec` or ``None`` is
+        resolved here, guessing the preset from ``spans`` when it names none.
+    :param pipeline: the scenario's pipeline (component names, kinds, routes, order).
+    :param step_models: kind -> step model for plugin kinds, to keep only the fields their
+        step declares.
+    :returns: the :class:`Mapped` trace. A trace where no component maps has ``error`` (and
+        ``trace.error``) set with the reason per component; it is not raised.
+    """
+    if not spans:
+        raise ValueError("map_trace needs the spans of one trace; got none")
+    trace_ids = {s.trace_id for s in spans}
+    if len(trace_ids) > 1:
+        raise ValueError(f"map_trace maps one trace at a time; got spans of {len(trace_ids)} "
+                         f"traces ({', '.join(sorted(trace_ids)[:3])}…)")
+    if not isinstance(mapping, Mapping):
+        mapping = resolve_mapping(mapping, spans=spans)
+    tree = _Tree(spans)
+    ctx = _Context(mapping, tree)
+    trace_id = spans[0].trace_id
+    mapped = Mapped(trace=Trace(case_id=trace_id), trace_id=trace_id, preset=mapping.preset,
+                    preset_reason=mapping.preset_reason)
+
+    _question_and_join(ctx, mapped)
+    if tree.root.status == "ERROR":
+        message = _exception_text(tree.root) or "the root span's status is ERROR"
+        mapped.trace.error = message
+        mapped.problems.append(Problem(kind="error", message=f"the application failed: "
+                                       f"{message} (root span {SpanRef.of(tree.root).label()})"))
+
+    kinds = {name: pipeline.kind(name) for name in pipeline.order}
+    has_reranker_component = any(k == "reranker" for k in kinds.values())
+    done: dict[str, _Component] = {}
+    routed: set[str] | None = None
+    route_targets = pipeline.routes()
+    for name in pipeline.order:
+        kind = kinds[name]
+        block, origin = mapping.block(name, kind)
+        comp = _Component(name, kind, ComponentExplanation(
+            component=name, kind=kind, status="mapped", origin=origin,
+            selector=_compact(block.select) if block is not None else ""))
+        done[name] = comp
+        if block is None or block.select is None:
+            comp.explanation.status = "unmapped"
+            comp.explanation.why = (f"no selector for this component (kind {kind}) in the "
+                                    "mapping" + (f" or preset {mapping.preset}"
+                                                 if mapping.preset else ""))
+            continue
+        _choose(ctx, comp, block)
+        if not comp.chosen:
+            required = block.required
+            if required is None:
+                required = "when_routed" if any(name in t for t in route_targets.values()) \
+                    else False
+            needed = required is True or (required == "when_routed" and routed is not None
+                                          and name in routed)
+            if needed:
+                why = ("the mapping requires it" if required is True else
+                       "the router chose a route that runs it")
+                comp.explanation.status = "error"
+                message = (f"no span in the trace matches the selector of `{name}` "
+                           f"({comp.explanation.selector}) although {why}")
+                comp.step = {"error": message}
+                comp.explanation.problems.append(Problem(kind="missing", message=message))
+            else:
+                comp.explanation.status = "not_run"
+                comp.explanation.why = ("no span matches the selector: the component did not "
+                                        "run in this trace")
+            continue
+        _extract(ctx, comp, block, pipeline, done, has_reranker_component, mapping)
+        if kind == "router" and comp.step and comp.step.get("routes"):
+            routed = set()
+            for route in comp.step["routes"]:
+                routed.update(route_targets.get(route, ()))
+            unknown = [r for r in comp.step["routes"] if route_targets and r not in route_targets]
+            if unknown:
+                comp.explanation.problems.append(Problem(
+                    kind="note", field="routes",
+                    message=f"route(s) {', '.join(map(repr, unknown))} are not routes of the "
+                            f"pipeline ({', '.join(route_targets)}); add a `map` to the "
+                            "`routes` extractor"))
+
+    mapped.components = {name: c.explanation for name, c in done.items()}
+    if not any(c.chosen for c in done.values()):
+        reasons = "; ".join(
+            f"{c.name}: " + (c.explanation.why or c.explanation.problems[0].message
+                             if c.explanation.why or c.explanation.problems
+                             else c.explanation.status)
+            for c in done.values())
+        mapped.error = (f"no component of the pipeline could be mapped in trace {trace_id} "
+                        f"(preset {mapping.preset or 'none'}): {reasons}")
+        mapped.trace.error = mapped.error
+        return mapped
+    _assemble_trace(mapped, done, step_models)
+    if mapped.join_key is not None:
+        mapped.trace.case_id = mapped.join_key
+    return mapped
+
+
+def _question_and_join(ctx: _Context, mapped: Mapped) -> None:
+    root = ctx.tree.root
+    for attr in ("question", "join"):
+        alternatives = getattr(ctx.mapping, attr)
+        if not alternatives:
+            continue
+        got = ctx.read(root, alternatives, convert=_text_of)
+        if got is None:
+            if attr == "question":
+                mapped.problems.append(Problem(
+                    kind="missing", field="question",
+                    message="the question is not in the trace (looked in "
+                            + ", ".join(e.describe() for e in alternatives) + ")"))
+            continue
+        if got.redacted:
+            mapped.problems.append(Problem(kind="redacted", field=attr,
+                                           message=f"the {attr} is redacted in the trace"))
+            continue
+        if got.invalid:
+            mapped.problems.append(Problem(kind="invalid", field=attr, message=got.invalid))
+            continue
+        if attr == "question":
+            mapped.question = got.value.strip()
+            mapped.question_source = got.source()
+        else:
+            mapped.join_key = got.value.strip()
+            mapped.join_source = got.source()
+
+
+def _choose(ctx: _Context, comp: _Component, block: ComponentMapping) -> None:
+    found, nested = ctx.select(block.select)
+    ex = comp.explanation
+    ex.candidates = len(found)
+    ex.nested_dropped = nested
+    if not found:
+        return
+    pick = block.pick or "last"
+    if pick == "all":
+        comp.chosen = found
+        ex.why = f"all {len(found)} matching span(s) (pick: all)"
+    elif isinstance(pick, PickBy):
+        spec = pick.max if pick.max is not None else pick.min
+        scored = []
+        for s in found:
+            got = ctx.read(s, alternatives_of(spec), convert=_number)
+            if got is not None and got.ok:
+                scored.append((got.value, s))
+        word = "max" if pick.max is not None else "min"
+        if scored:
+            best = (max if word == "max" else min)(scored, key=lambda p: p[0])
+            comp.chosen = [best[1]]
+            ex.why = (f"the {'highest' if word == 'max' else 'lowest'} "
+                      f"{_describe_spec(spec)} ({_as_text(best[0])}) of {len(scored)} "
+                      f"candidate(s) with one (pick: {{{word}: ...}})")
+        else:
+            comp.chosen = [found[-1]]
+            ex.why = f"no candidate has {_describe_spec(spec)}; took the last by start time"
+    else:
+        comp.chosen = [found[0] if pick == "first" else found[-1]]
+        ex.why = ("the only matching span" if len(found) == 1 else
+                  f"the {pick} of {len(found)} matching spans by start time (pick: {pick})")
+    ex.chosen = [SpanRef.of(s) for s in comp.chosen]
+    ex.others = [SpanRef.of(s) for s in found if s not in comp.chosen][:10]
+    if len(found) > 1 and pick != "all":
+        ex.problems.append(Problem(
+            kind="ambiguous",
+            message=f"{len(found)} spans match the selector; chose one by `pick: "
+                    f"{pick if isinstance(pick, str) else 'max/min'}` (see why)"))
+    if nested:
+        ex.why += (f"; {nested} nested match{'es' if nested > 1 else ''} dropped (inside "
+                   "another match: `outermost`)")
+
+
+def _describe_spec(spec: Any) -> str:
+    alts = alternatives_of(spec) or []
+    return " or ".join(e.describe() for e in alts)
+
+
+def _extract(ctx: _Context, comp: _Component, block: ComponentMapping, pipeline: Pipeline,
+             done: dict[str, _Component], has_reranker_component: bool,
+             mapping: Mapping) -> None:
+    kind, ex = comp.kind, comp.explanation
+    targets = list(TARGETS.get(kind, ()))
+    step: dict[str, Any] = {}
+    for target in targets:
+        if target == "contexts" and block.contexts in (None, "upstream"):
+            continue
+        alts = alternatives_of(getattr(block, target))
+        if not alts:
+            continue
+        _extract_target(ctx, comp, kind, target, alts, step)
+    for fname, spec in block.fields.items():
+        _extract_target(ctx, comp, kind, fname, alternatives_of(spec), step)
+    if step.get("ids") == []:  # nothing retrieved: no texts or scores to miss
+        ex.problems = [p for p in ex.problems if p.field not in ("texts", "scores")]
+        step.update({k: [] for k in ("texts", "scores") if k in targets and k not in step})
+
+    if kind == "retriever" and not has_reranker_component and block.rerank is not False:
+        _final_ranking(ctx, comp, mapping, step)
+    if kind == "retriever" and has_reranker_component:
+        rerankers = [n for n in pipeline.order if pipeline.kind(n) == "reranker"]
+        ex.problems.append(Problem(kind="note", message=(
+            f"the pipeline has a reranker component ({', '.join(rerankers)}): reranked "
+            "documents map there; this step is the first-stage ranking")))
+    if kind == "reranker":
+        ex.problems.append(Problem(kind="note", message=(
+            "a reranker component of the pipeline: the retriever keeps its own ranking")))
+    if kind == "generator" and block.contexts in (None, "upstream"):
+        _upstream_contexts(comp, pipeline, done, step)
+
+    # Latency and tokens
+    spans_for_cost = comp.chosen + comp.extra_spans
+    lat = _override(ctx, comp, block.latency_ms, "latency_ms")
+    step["latency_ms"] = lat if lat is not None else _latency(spans_for_cost)
+    p_over = _override(ctx, comp, block.prompt_tokens, "prompt_tokens")
+    c_over = _override(ctx, comp, block.completion_tokens, "completion_tokens")
+    usage = _usage_over(ctx.tree, spans_for_cost)
+    if p_over is not None or c_over is not None:
+        step["usage"] = {"prompt_tokens": int(p_over or 0), "completion_tokens": int(c_over or 0)}
+        ex.values["usage_from"] = "the mapping's token extractors"
+    elif usage is not None:
+        (p, c), n = usage
+        step["usage"] = {"prompt_tokens": p, "completion_tokens": c}
+        ex.values["usage_from"] = f"{n} span(s) reporting usage"
+
+    # A failed span is the step's error; otherwise an absent or redacted primary field is,
+    # never an empty value.
+    last = comp.chosen[-1]
+    primary = PRIMARY.get(kind)
+    if last.status == "ERROR":
+        message = _exception_text(last) or "the span's status is ERROR"
+        step.setdefault("error", f"{message} (span {SpanRef.of(last).label()})")
+        ex.problems = [p for p in ex.problems if p.kind != "capture_off"]
+        ex.problems.append(Problem(kind="error", message=f"the chosen span failed: {message}"))
+    elif primary is not None and step.get(primary) is None and "error" not in step:
+        problems = {p.field: p for p in ex.problems
+                    if p.kind in ("redacted", "capture_off", "invalid", "missing")}
+        if primary in problems:
+            step["error"] = problems[primary].message
+        elif getattr(block, primary, None) is None:
+            step["error"] = (f"the mapping has no `{primary}` extractor for this {kind}; add "
+                             f"one under components.{comp.name}")
+    comp.step = step
+    ex.values.update({k: v for k, v in step.items() if k not in ("usage",)})
+    if "usage" in step:
+        ex.values["usage"] = step["usage"]
+
+
+def _override(ctx: _Context, comp: _Component, spec: Any, target: str) -> float | None:
+    alts = alternatives_of(spec)
+    if not alts:
+        return None
+    values = []
+    for span in comp.chosen:
+        got = ctx.read(span, alts, convert=_number)
+        if got is not None and got.ok:
+            values.append(got.value)
+            comp.explanation.sources[target] = got.source()
+    return sum(values) if values else None
+
+
+def _capture_message(ctx: _Context, comp: _Component, target: str,
+                     alternatives: list[Extractor]) -> str:
+    where = ", ".join(sorted({e.describe() for e in alternatives}))
+    hint = ctx.mapping.top.capture_hint
+    span = SpanRef.of(comp.chosen[-1]).label()
+    what = {"answer": "the answer", "sql": "the SQL query", "ids": "the document ids",
+            "routes": "the routes"}.get(target, f"`{target}`")
+    return (f"{what} is not recorded in the trace: span {span} has none of {where}; content "
+            "capture was probably off" + (f" ({hint})" if hint else ""))
+
+
+def _extract_target(ctx: _Context, comp: _Component, kind: str, target: str,
+                    alternatives: list[Extractor], step: dict[str, Any]) -> None:
+    ex = comp.explanation
+    convert = _converter(kind, target)
+    results: list[_Got] = []
+    problem: _Got | None = None
+    for span in comp.chosen:
+        got = ctx.read(span, alternatives, convert=convert)
+        if got is None:
+            continue
+        if got.ok:
+            results.append(got)
+        else:
+            problem = problem or got
+    primary = PRIMARY.get(kind) == target
+    if not results:
+        if problem is not None and problem.redacted:
+            what = "the answer" if target == "answer" else f"`{target}`"
+            message = (f"{what} is redacted in the trace ({short(problem.value, 40)} in span "
+                       f"{SpanRef.of(problem.span).label()}, {problem.extractor.describe()})")
+            ex.problems.append(Problem(kind="redacted", field=target, message=message))
+        elif problem is not None:
+            ex.problems.append(Problem(
+                kind="invalid", field=target,
+                message=f"`{target}` in span {SpanRef.of(problem.span).label()} "
+                        f"({problem.extractor.describe()}) is unusable: {problem.invalid}"))
+        elif primary:
+            ex.problems.append(Problem(kind="capture_off", field=target,
+                                       message=_capture_message(ctx, comp, target,
+                                                                alternatives)))
+        else:
+            ex.problems.append(Problem(
+                kind="missing", field=target,
+                message=f"`{target}` (optional) is not recorded (looked in "
+                        f"{', '.join(sorted({e.describe() for e in alternatives}))})"))
+        return
+    ex.sources[target] = results[-1].source()
+    for got in results:
+        texts = got.value if isinstance(got.value, list) else [got.value]
+        marked = [t for t in texts if isinstance(t, str)
+                  and any(m in t for m in ctx.mapping.redacted)]
+        if marked:
+            ex.problems.append(Problem(kind="note", field=target, message=(
+                f"`{target}` contains a redaction marker ({short(marked[0], 50)}): part of it "
+                "was hidden when the trace was recorded")))
+            break
+    if len(results) == 1:
+        value = results[0].value
+    elif target == "routes":
+        value = list(dict.fromkeys(r for g in results for r in g.value))
+    elif isinstance(results[0].value, list) and target != "rows":
+        if len(results) < len(comp.chosen) and target in ("texts", "scores"):
+            ex.problems.append(Problem(kind="missing", field=target, message=(
+                f"`{target}` is in {len(results)} of the {len(comp.chosen)} chosen spans; "
+                "left out so it stays aligned with `ids`")))
+            return
+        value = [v for g in results for v in g.value]
+    elif target == "rows":
+        value = (_rows_concat(results))
+    else:
+        distinct = {json.dumps(g.value, default=str) for g in results}
+        value = results[-1].value
+        if len(distinct) > 1:
+            ex.problems.append(Problem(kind="ambiguous", field=target, message=(
+                f"the chosen spans give {len(distinct)} different `{target}` values; kept the "
+                "last")))
+    if target == "rows":
+        rows, columns = value
+        step["rows"] = rows
+        if columns is not None and step.get("columns") is None:
+            step["columns"] = columns
+        return
+    if target in ("ids", "texts", "scores") and isinstance(value, list):
+        missing = sum(v is None for v in value)
+        if missing:
+            if target == "ids":
+                ex.problems.append(Problem(kind="missing", field="ids", message=(
+                    f"{missing} of {len(value)} document ids are missing in the trace; those "
+                    "documents are left out")))
+                keep = [i for i, v in enumerate(value) if v is not None]
+                step["_keep"] = keep
+                value = [value[i] for i in keep]
+            else:
+                ex.problems.append(Problem(kind="missing", field=target, message=(
+                    f"{missing} of {len(value)} `{target}` are missing; `{target}` left out")))
+                return
+    step[target] = value
+
+
+def _rows_concat(results: list[_Got]) -> tuple[list[list[Any]], list[str] | None]:
+    rows: list[list[Any]] = []
+    columns = None
+    for g in results:
+        r, c = g.value
+        rows.extend(r)
+        columns = columns or c
+    return rows, columns
+
+
+def _final_ranking(ctx: _Context, comp: _Component, mapping: Mapping,
+                   step: dict[str, Any]) -> None:
+    block, origin = mapping.block("reranker", "reranker")
+    if block is None or block.select is None:
+        return
+    first = comp.chosen[0]
+    found, _ = ctx.select(block.select)
+    found = [s for s in found if (s.start_ns or 0) >= (first.start_ns or 0)
+             and s not in comp.chosen]
+    if not found:
+        return
+    span = found[-1]
+    ex = comp.explanation
+    reranker = _Component("reranker", "reranker", ComponentExplanation(
+        component="reranker", kind="reranker", status="mapped"), chosen=[span])
+    got: dict[str, Any] = {}
+    for target in ("ids", "texts", "scores"):
+        alts = alternatives_of(getattr(block, target))
+        if alts:
+            _extract_target(ctx, reranker, "reranker", target, alts, got)
+    label = SpanRef.of(span).label()
+    first_stage = {k: step.get(k) for k in ("ids", "scores") if step.get(k) is not None}
+    if got.get("ids") is None:
+        message = (f"the final ranking is the reranker's (span {label}) but it records no "
+                   "document ids" + "".join(f"; {p.message}" for p in
+                                              reranker.explanation.problems if p.field == "ids"))
+        ex.problems.append(Problem(kind="missing", field="ids", message=message))
+        step["error"] = message
+        step.pop("ids", None)
+        return
+    for target in ("ids", "texts", "scores"):
+        step.pop(target, None)
+        if got.get(target) is not None:
+            step[target] = got[target]
+            ex.sources[target] = reranker.explanation.sources[target]
+    comp.extra_spans.append(span)
+    ex.values["first_stage"] = first_stage
+    ex.problems.append(Problem(kind="note", message=(
+        f"ids, texts and scores are the reranker's output (span {label}, selector from "
+        f"{origin}): the pipeline has no reranker component, so a reranker's output is the "
+        "retriever's final ranking (set `rerank: false` on the retriever to score its own "
+        "ranking); latency and tokens include the reranker span")))
+
+
+def _render_rows(columns: list[str] | None, rows: list[list[Any]]) -> list[str]:
+    if columns:
+        return ["; ".join(f"{c}: {v}" for c, v in zip(columns, row, strict=False))
+                for row in rows]
+    return ["; ".join(str(v) for v in row) for row in rows]
+
+
+def _upstream_contexts(comp: _Component, pipeline: Pipeline, done: dict[str, _Component],
+                       step: dict[str, Any]) -> None:
+    after = pipeline.components[comp.name].after or [
+        n for n in pipeline.order if n != comp.name]
+    contexts: list[str] = []
+    used: list[str] = []
+    for name in after:
+        up = done.get(name)
+        if up is None or not up.step:
+            continue
+        if up.kind in ("retriever", "reranker") and up.step.get("texts"):
+            contexts.extend(t for t in up.step["texts"] if t is not None)
+            used.append(f"{name} texts")
+        elif up.kind == "text2sql" and up.step.get("rows"):
+            contexts.extend(_render_rows(up.step.get("columns"), up.step["rows"]))
+            used.append(f"{name} rows")
+    step["contexts"] = contexts
+    comp.explanation.problems.append(Problem(kind="note", field="contexts", message=(
+        "contexts are taken from the upstream steps ("
+        + (", ".join(used) if used else "none had texts or rows")
+        + "), not read from the trace; map `contexts` to read them from the generator's "
+          "span")))
+
+
+def _assemble_trace(mapped: Mapped, done: dict[str, _Component],
+                    step_models: MappingABC[str, type[BaseModel]] | None) -> None:
+    for name, comp in done.items():
+        if comp.step is None:
+            continue
+        step = dict(comp.step)
+        keep = step.pop("_keep", None)
+        if keep is not None:
+            for target in ("texts", "scores"):
+                if step.get(target) is not None and len(step[target]) > len(keep):
+                    step[target] = [step[target][i] for i in keep if i < len(step[target])]
+        if comp.kind == "retriever" or comp.kind == "reranker":
+            ids = step.get("ids") or []
+            for target in ("texts", "scores"):
+                if step.get(target) is not None and len(step[target]) != len(ids):
+                    comp.explanation.problems.append(Problem(kind="invalid", field=target, message=(
+                        f"`{target}` has {len(step[target])} entries but `ids` has {len(ids)}; "
+                        f"`{target}` left out")))
+                    step.pop(target)
+        usage = step.pop("usage", None)
+        model = BUILTIN_STEPS.get(comp.kind)
+        if model is not None:
+            step = {k: v for k, v in step.items() if k in model.model_fields}
+            if model is RouterStep and step.get("routes") is None:
+                step.pop("routes", None)
+            if model is RetrieverStep and step.get("ids") is None:
+                step.pop("ids", None)
+            if model is GeneratorStep and step.get("contexts") is None:
+                step.pop("contexts", None)
+            try:
+                obj = model(**step, usage=Usage(**usage) if usage else None)
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                message = (f"the values extracted for `{name}` do not make a {comp.kind} step: "
+                           f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
+                comp.explanation.problems.append(Problem(kind="invalid", message=message))
+                obj = model(error=message)
+            if name in BUILTIN_STEPS:
+                setattr(mapped.trace, name, obj)
+            else:
+                mapped.trace.steps[name] = obj.model_dump(exclude_none=True)
+                comp.explanation.problems.append(Problem(kind="note", message=(
+                    f"a {comp.kind} component named `{name}`: its step is under "
+                    f"trace.steps[{name!r}]")))
+        else:
+            if usage:
+                step["usage"] = usage
+            plugin_model = (step_models or {}).get(comp.kind)
+            if plugin_model is not None:
+                known = set(plugin_model.model_fields)
+                dropped = sorted(k for k in step if k not in known)
+                step = {k: v for k, v in step.items() if k in known}
+                if dropped:
+                    comp.explanation.problems.append(Problem(kind="note", message=(
+                        f"the {comp.kind} step model has no {', '.join(dropped)}; left out")))
+            mapped.trace.steps[name] = {k: v for k, v in step.items() if v is not None}
+
+

@@ -1,0 +1,286 @@
+"""Readers of OpenTelemetry spans written as JSON: OTLP JSON (``otlp-json``, what the
+Collector's file exporter writes) and the Python SDK's ``ConsoleSpanExporter`` output
+(``otel-console``); docs/traces-formats.md."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evalharness.errors import InputError
+from evalharness.spans.model import Span, SpanEvent
+from evalharness.spans.readers import _jsonstream
+from evalharness.spans.readers._otel import (
+    add_attribute,
+    attributes_from,
+    decode_json_text,
+    fail,
+    first_char,
+    hex_id,
+    iso_nanos,
+    nanos,
+    otel_kind,
+    span_kind,
+    status,
+)
+
+_OTHER_SIGNALS = ("resourceMetrics", "resourceLogs", "resourceProfiles", "resource_metrics",
+                  "resource_logs", "resource_profiles")
+_OTLP_HEAD = re.compile(rb'"(?:resourceSpans|resource_spans)"\s*:')
+_CONSOLE_HEAD = re.compile(rb'"kind"\s*:\s*"SpanKind\.[A-Z]+"')
+_CONSOLE_CONTEXT = re.compile(rb'"context"\s*:\s*\{\s*"trace_id"\s*:\s*"0x')
+
+
+class OtlpJsonReader:
+    """OTLP JSON: one ``{"resourceSpans": [...]}`` per line (the Collector's file exporter,
+    ``format: json``), or one such document pretty-printed (an OTLP/HTTP JSON request body),
+    or a JSON array of them. Ids in hex (OTLP JSON) or base64 (the protobuf JSON mapping);
+    camelCase or snake_case keys; ``kind`` and ``status.code`` as numbers or names."""
+
+    name = "otlp-json"
+    written_against = (
+        "OTLP v1 JSON encoding (opentelemetry-proto 1.45 for Python; the Collector-contrib file "
+        "exporter, format json); OpenInference semantic conventions 0.1.42; OTel GenAI "
+        "semantic conventions 1.44 (gen_ai.operation.name)")
+
+    def sniff(self, head: bytes) -> bool:
+        return first_char(head) in (b"{", b"[") and _OTLP_HEAD.search(head) is not None
+
+    def read(self, path: Path) -> Iterator[Span]:
+        for line, document in _jsonstream.values(path):
+            where = f"{path}, line {line}"
+            if not isinstance(document, dict):
+                raise InputError(f"{where}: expected a JSON object (an OTLP traces request), "
+                                 f"found {type(document).__name__}")
+            resource_spans, key = _pick(document, "resourceSpans", "resource_spans")
+            if resource_spans is None:
+                if document and not any(k in document for k in _OTHER_SIGNALS):
+                    raise fail(where, "resourceSpans", "missing: not an OTLP traces record "
+                                                       f"(keys: {', '.join(list(document)[:5])})")
+                continue
+            yield from _resource_spans(resource_spans, key, where)
+
+
+def _pick(mapping: dict[str, Any], camel: str, snake: str) -> tuple[Any, str]:
+    value = mapping.get(camel)
+    if value is not None:
+        return value, camel
+    return mapping.get(snake), snake
+
+
+def _list(value: Any, where: str, field: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise fail(where, field, f"expected a list, found {type(value).__name__}")
+    return value
+
+
+def _object(value: Any, where: str, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(where, field, f"expected an object, found {type(value).__name__}")
+    return value
+
+
+def _resource_spans(resource_spans: Any, key: str, where: str) -> Iterator[Span]:
+    for r, block in enumerate(_list(resource_spans, where, key)):
+        at = f"{key}[{r}]"
+        block = _object(block, where, at)
+        resource = _object(block.get("resource"), where, f"{at}.resource")
+        resource_attributes = key_values(resource.get("attributes"), where,
+                                         f"{at}.resource.attributes")
+        scopes, scopes_key = _pick(block, "scopeSpans", "scope_spans")
+        if scopes is None:  # OTLP before 0.15 (2022)
+            scopes, scopes_key = _pick(block, "instrumentationLibrarySpans",
+                                       "instrumentation_library_spans")
+        for s, scope_block in enumerate(_list(scopes, where, f"{at}.{scopes_key}")):
+            at_scope = f"{at}.{scopes_key}[{s}]"
+            scope_block = _object(scope_block, where, at_scope)
+            scope = scope_block.get("scope", scope_block.get("instrumentationLibrary",
+                                    scope_block.get("instrumentation_library")))
+            scope = _object(scope, where, f"{at_scope}.scope")
+            scope_name = scope.get("name") or None
+            scope_version = scope.get("version") or None
+            for n, raw in enumerate(_list(scope_block.get("spans"), where, f"{at_scope}.spans")):
+                span = _span(raw, where, f"{at_scope}.spans[{n}]")
+                span.resource = resource_attributes  # one dict shared by the resource's spans
+                span.scope, span.scope_version = scope_name, scope_version
+                yield span
+
+
+def _span(raw: Any, where: str, at: str) -> Span:
+    raw = _object(raw, where, at)
+    if "traceId" in raw or "trace_id" not in raw:
+        trace_key, span_key, parent_key = "traceId", "spanId", "parentSpanId"
+        start_key, end_key = "startTimeUnixNano", "endTimeUnixNano"
+    else:
+        trace_key, span_key, parent_key = "trace_id", "span_id", "parent_span_id"
+        start_key, end_key = "start_time_unix_nano", "end_time_unix_nano"
+    trace_id = hex_id(raw.get(trace_key), 16, where, f"{at}.{trace_key}")
+    span_id = hex_id(raw.get(span_key), 8, where, f"{at}.{span_key}")
+    if trace_id is None or span_id is None:
+        missing = trace_key if trace_id is None else span_key
+        raise fail(where, f"{at}.{missing}", "missing (every span needs a trace and a span id)")
+    name = raw.get("name", "")
+    if not isinstance(name, str):
+        raise fail(where, f"{at}.name", f"expected a string, found {type(name).__name__}")
+    attributes = key_values(raw.get("attributes"), where, f"{at}.attributes")
+    state = _object(raw.get("status"), where, f"{at}.status")
+    message = state.get("message") or None
+    if message is not None and not isinstance(message, str):
+        message = str(message)
+    code = status(state.get("code"), where, f"{at}.status.code") or "UNSET"  # 0 is omitted
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=hex_id(raw.get(parent_key), 8, where, f"{at}.{parent_key}"),
+        name=name,
+        kind=span_kind(attributes, otel_kind(raw.get("kind"), where, f"{at}.kind")),
+        start_ns=nanos(raw.get(start_key), where, f"{at}.{start_key}"),
+        end_ns=nanos(raw.get(end_key), where, f"{at}.{end_key}"),
+        attributes=attributes,
+        events=[_event(event, where, f"{at}.events[{i}]")
+                for i, event in enumerate(_list(raw.get("events"), where, f"{at}.events"))],
+        status=code,
+        status_message=message,
+        source=where,
+    )
+
+
+def _event(raw: Any, where: str, at: str) -> SpanEvent:
+    raw = _object(raw, where, at)
+    time, key = _pick(raw, "timeUnixNano", "time_unix_nano")
+    return SpanEvent(name=str(raw.get("name", "")), time_ns=nanos(time, where, f"{at}.{key}"),
+                     attributes=key_values(raw.get("attributes"), where, f"{at}.attributes"))
+
+
+def key_values(items: Any, where: str, field: str) -> dict[str, Any]:
+    """OTLP ``KeyValue`` list -> flat attributes (:func:`~._otel.add_attribute`)."""
+    out: dict[str, Any] = {}
+    for i, item in enumerate(_list(items, where, field)):
+        if type(item) is not dict:
+            raise fail(where, f"{field}[{i}]", "expected an object {key, value}")
+        value = item.get("value")
+        if value is None:
+            continue
+        key = item.get("key", "")
+        text = value.get("stringValue") if type(value) is dict else None
+        if type(text) is str and type(key) is str:  # the common case, unwrapped inline
+            out[key] = decode_json_text(text)
+        else:
+            add_attribute(out, str(key), any_value(value, where, f"{field}[{i}].value"))
+    return out
+
+
+def any_value(value: Any, where: str, field: str) -> Any:
+    """An OTLP ``AnyValue`` (one of ``stringValue``, ``intValue``…) as a plain value."""
+    if type(value) is not dict:
+        raise fail(where, field, f"expected an AnyValue object, found {type(value).__name__}")
+    for key, inner in value.items():
+        if key in ("stringValue", "string_value"):
+            if isinstance(inner, str):
+                return inner
+        elif key in ("intValue", "int_value"):
+            if isinstance(inner, int) and not isinstance(inner, bool):
+                return inner
+            if isinstance(inner, str):
+                try:
+                    return int(inner)
+                except ValueError:
+                    pass
+        elif key in ("doubleValue", "double_value"):
+            if isinstance(inner, int | float) and not isinstance(inner, bool):
+                return float(inner)
+            if isinstance(inner, str):  # "NaN", "Infinity", "-Infinity" in the JSON mapping
+                try:
+                    return float(inner)
+                except ValueError:
+                    pass
+        elif key in ("boolValue", "bool_value"):
+            if isinstance(inner, bool):
+                return inner
+        elif key in ("arrayValue", "array_value"):
+            values = _list(_object(inner, where, f"{field}.{key}").get("values"), where,
+                           f"{field}.{key}.values")
+            return [any_value(v, where, f"{field}.{key}.values[{j}]")
+                    for j, v in enumerate(values)]
+        elif key in ("kvlistValue", "kvlist_value"):
+            pairs = _list(_object(inner, where, f"{field}.{key}").get("values"), where,
+                          f"{field}.{key}.values")
+            nested: dict[str, Any] = {}
+            for j, pair in enumerate(pairs):
+                pair = _object(pair, where, f"{field}.{key}.values[{j}]")
+                if pair.get("value") is not None:
+                    nested[str(pair.get("key", ""))] = any_value(
+                        pair["value"], where, f"{field}.{key}.values[{j}].value")
+            return nested
+        elif key in ("bytesValue", "bytes_value"):  # base64 text, kept as such
+            if isinstance(inner, str):
+                return inner
+        else:
+            continue  # a union member of a newer OTLP (or a profiles string index): skipped
+        raise fail(where, f"{field}.{key}", f"not a valid {key} ({inner!r:.40})")
+    return None
+
+
+class ConsoleReader:
+    """The OpenTelemetry Python SDK's ``ConsoleSpanExporter`` output: one pretty-printed JSON
+    object per span (``ReadableSpan.to_json``), one after another; lines between them that are
+    not JSON (the application's own prints on the same stdout) are skipped."""
+
+    name = "otel-console"
+    written_against = (
+        "opentelemetry-sdk 1.45 (Python) ConsoleSpanExporter / ReadableSpan.to_json; "
+        "OpenInference semantic conventions 0.1.42; OTel GenAI semantic conventions 1.44")
+
+    def sniff(self, head: bytes) -> bool:
+        return (_CONSOLE_HEAD.search(head) is not None
+                and _CONSOLE_CONTEXT.search(head) is not None
+                and _OTLP_HEAD.search(head) is None)
+
+    def read(self, path: Path) -> Iterator[Span]:
+        for line, record in _jsonstream.values(path, skip_text=True):
+            yield console_span(record, f"{path}, line {line}")
+
+
+def console_span(record: Any, where: str) -> Span:
+    """One ``ReadableSpan.to_json`` object as a :class:`Span`."""
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: expected a JSON object (a span), found "
+                         f"{type(record).__name__}")
+    context = _object(record.get("context"), where, "context")
+    trace_id = hex_id(context.get("trace_id"), 16, where, "context.trace_id")
+    span_id = hex_id(context.get("span_id"), 8, where, "context.span_id")
+    if trace_id is None or span_id is None:
+        missing = "context.trace_id" if trace_id is None else "context.span_id"
+        raise fail(where, missing, "missing (every span needs a trace and a span id)")
+    attributes = attributes_from(record.get("attributes"), where, "attributes")
+    state = _object(record.get("status"), where, "status")
+    events = []
+    for i, event in enumerate(_list(record.get("events"), where, "events")):
+        event = _object(event, where, f"events[{i}]")
+        events.append(SpanEvent(
+            name=str(event.get("name", "")),
+            time_ns=iso_nanos(event.get("timestamp"), where, f"events[{i}].timestamp"),
+            attributes=attributes_from(event.get("attributes"), where, f"events[{i}].attributes")))
+    resource = _object(record.get("resource"), where, "resource")
+    name = record.get("name", "")
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=hex_id(record.get("parent_id"), 8, where, "parent_id"),
+        name=name if isinstance(name, str) else str(name),
+        kind=span_kind(attributes, otel_kind(record.get("kind"), where, "kind")),
+        start_ns=iso_nanos(record.get("start_time"), where, "start_time"),
+        end_ns=iso_nanos(record.get("end_time"), where, "end_time"),
+        attributes=attributes,
+        events=events,
+        status=status(state.get("status_code"), where, "status.status_code"),
+        status_message=state.get("description") or None,
+        resource=attributes_from(resource.get("attributes"), where, "resource.attributes"),
+        source=where,
+    )
