@@ -857,9 +857,9 @@ components:
     assert "m.yaml, line 5, field `components.ranker`: 'ranker' is not a component" in text
     assert "a router step has no `sql`" in text
     assert "components.reranker" not in text  # the retriever's final ranking: allowed
-    spec = mapping("preset: otel-genai\ncomponents:\n  router: {confidence: {map: {a: b}}}\n")
+    spec = mapping("preset: otel-genai\ncomponents:\n  router: {latency_ms: {map: {a: b}}}\n")
     (where, message), = check_mapping(resolve_mapping(spec), SHOP)
-    assert "line 3, field `components.router.confidence`" in where
+    assert "line 3, field `components.router.latency_ms`" in where
     assert "has no `field`" in message
     assert check_mapping(resolve_mapping(mapping("preset: otel-genai")), SHOP) == []
     with_reranker = pipeline(retriever={}, rerank={"kind": "reranker", "after": ["retriever"]},

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalharness.errors import InputError
-from evalharness.spans.readers import SNIFF_BYTES, _hosted, detect
+from evalharness.spans.readers import SNIFF_BYTES, _hosted, _jsonstream, detect
 from evalharness.spans.readers.langfuse import LangfuseReader
 from evalharness.spans.readers.langsmith import LangSmithReader
 
@@ -341,7 +341,7 @@ def test_langsmith_child_runs_nested_by_read_run(tmp_path):
 def test_a_tiny_read_buffer_reads_the_same(name, monkeypatch):
     """Every value is cut at buffer ends many times over: the reader must read on."""
     whole = [s.to_json() for s in read(name)]
-    monkeypatch.setattr(_hosted, "CHUNK", 7)
+    monkeypatch.setattr(_jsonstream, "CHUNK", 7)
     assert [s.to_json() for s in read(name)] == whole
 
 
@@ -353,16 +353,16 @@ def test_one_huge_line_is_streamed_a_record_at_a_time(tmp_path, monkeypatch):
     path = tmp_path / "observations.json"
     path.write_text(json.dumps({"data": records, "meta": page["meta"]}))
     largest = max(len(json.dumps(r)) for r in records)
-    monkeypatch.setattr(_hosted, "CHUNK", 4096)
+    monkeypatch.setattr(_jsonstream, "CHUNK", 4096)
     seen = []
-    original = _hosted._Stream._read
+    original = _jsonstream._Stream._read
 
     def spy(self, size):
         more = original(self, size)
         seen.append(len(self.buf))
         return more
 
-    monkeypatch.setattr(_hosted._Stream, "_read", spy)
+    monkeypatch.setattr(_jsonstream._Stream, "_read", spy)
     spans = list(LangfuseReader().read(path))
     assert [s.span_id for s in spans] == [r["id"] for r in records]
     assert path.stat().st_size > 50 * max(seen)

@@ -241,7 +241,7 @@ def _otlp_line(**span) -> str:
     (_otlp_line(status={"code": 7}), r"line 3, field .+\.status\.code: not a status code"),
     (_otlp_line(events="none"), r"line 3, field .+\.events: expected a list"),
     ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": ', r"line 3: not valid JSON"),
-    ('{"resourceSpans": [}', r"line 3: not valid JSON: Expecting value \(line 3, column 20\)"),
+    ('{"resourceSpans": [}', r"line 3: not valid JSON \(Expecting value at column 20\)"),
     ('{"spans": []}', r"line 3, field resourceSpans: missing: not an OTLP traces record"),
 ])
 def test_malformed_otlp_json_names_file_line_and_field(tmp_path, line, message):
@@ -257,11 +257,16 @@ def test_a_broken_line_is_reported_without_reading_on(tmp_path, monkeypatch):
     path = tmp_path / "spans.jsonl"
     path.write_text('{"a": 1}\n{"b": [1,, 2]}\n' + '{"c": 3}\n' * 10_000)
     reads = []
-    real = _jsonstream._Stream.fill
-    monkeypatch.setattr(_jsonstream._Stream, "fill", lambda self: reads.append(1) or real(self))
+    real = _jsonstream._Stream._read
+    monkeypatch.setattr(_jsonstream._Stream, "_read",
+                        lambda self, size: reads.append(1) or real(self, size))
     with pytest.raises(InputError, match=r"spans.jsonl, line 2: not valid JSON"):
-        list(_jsonstream.values(path))
+        list(_jsonstream.records(path))
     assert len(reads) < 5
+
+
+def _values(path, lists=_jsonstream.NONE, **options):
+    return [(item.line, item.value) for item in _jsonstream.records(path, lists, **options)]
 
 
 def test_values_across_small_reads(tmp_path, monkeypatch):
@@ -269,16 +274,111 @@ def test_values_across_small_reads(tmp_path, monkeypatch):
     path = tmp_path / "v.json"
     path.write_text('[\n {"a": "long string value"},\n {"b": {"c": [1, 2, 3]}}\n]\n'
                     'print output\n{"d": 4}\n')
-    with pytest.raises(InputError, match=r"v.json, line 5: not JSON: expected"):
-        list(_jsonstream.values(path))
-    assert list(_jsonstream.values(path, skip_text=True)) == [
+    with pytest.raises(InputError, match=r"v.json, line 5: not valid JSON \(Expecting value"):
+        _values(path)
+    assert _values(path, skip_text=True) == [
         (2, {"a": "long string value"}), (3, {"b": {"c": [1, 2, 3]}}), (6, {"d": 4})]
     path.write_text('[{"a": 1}, {"b": 2}')
-    with pytest.raises(InputError, match=r"line 1: the file ends inside a JSON array"):
-        list(_jsonstream.values(path))
+    with pytest.raises(InputError, match=r"line 1: not valid JSON \(the file ends inside"):
+        _values(path)
     path.write_text('{"a": 1}\n{"b": "unterminated')
-    with pytest.raises(InputError, match=r"line 2: not valid JSON: Unterminated string"):
-        list(_jsonstream.values(path))
+    with pytest.raises(InputError, match=r"line 2: not valid JSON \(Unterminated string"):
+        _values(path)
+    path.write_text('{"a": 1,\n "b": }\n')
+    with pytest.raises(InputError, match=r"line 1: not valid JSON \(Expecting value at line 2, "
+                                         r"column 7\)"):
+        _values(path)
+
+
+def test_skipped_text_may_start_with_a_bracket(tmp_path):
+    """A captured stdout's own prints (``[INFO] ...``) between the console exporter's spans."""
+    path = tmp_path / "out.txt"
+    path.write_text('[INFO] starting\n{\n "a": 1\n}\n[ 2024-05-01 ] done\n[]\n[\n {"b": 2}\n]\n')
+    assert _values(path, skip_text=True) == [(2, {"a": 1}), (8, {"b": 2})]
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_lists_are_streamed_at_any_depth_whatever_the_buffer(tmp_path, monkeypatch, chunk):
+    """The same records, lines and fields whether a value fits the read buffer or not."""
+    monkeypatch.setattr(_jsonstream, "CHUNK", chunk)
+    path = tmp_path / "v.json"
+    document = {"id": "top", "outer": [{"id": "o1", "inner": [1, {"x": "y" * 40}]},
+                                       {"name": "o2", "inner": []}], "meta": 3}
+    path.write_text(json.dumps(document, indent=1) + "\n" + json.dumps(document) + "\n"
+                    + json.dumps([document], indent=1))
+    lists = {"outer": {"inner": {}}}
+    got = [(i.line, i.field, i.value, i.owner) for i in _jsonstream.records(path, lists)]
+    # an element of a list of the top-level object starts a record (line 4); the top-level
+    # object, and the same on one line or in a top-level array, each have one line
+    one = [("outer[0].inner[0]", 1, "o1"), ("outer[0].inner[1]", {"x": "y" * 40}, "o1"),
+           ("outer[0]", {"id": "o1"}, "top"), ("", {"id": "top", "meta": 3}, None)]
+    assert got == ([(4, *one[0]), (4, *one[1]), (4, *one[2]), (1, *one[3])]
+                   + [(20, *x) for x in one] + [(22, *x) for x in one])
+
+
+def test_gzipped_otlp_json_is_detected_and_read_alike(tmp_path):
+    import gzip
+
+    for name in ("otlp.jsonl", "otlp-protojson.json"):
+        packed = tmp_path / (name + ".gz")
+        packed.write_bytes(gzip.compress((DATA / name).read_bytes()))
+        assert detect(packed).name == "otlp-json"
+        spans = list(reader("otlp-json").read(packed))
+        assert spans and spans[0].source.startswith(f"{packed}, line ")
+        for span in spans:
+            span.source = span.source.replace(str(packed), str(DATA / name))
+        assert spans == list(reader("otlp-json").read(DATA / name))
+    for name, fmt in (("console.txt", "otel-console"), ("phoenix.jsonl", "phoenix")):
+        packed = tmp_path / (name + ".gz")
+        packed.write_bytes(gzip.compress((DATA / name).read_bytes()))
+        assert detect(packed).name == fmt
+        assert len(list(reader(fmt).read(packed))) == 14
+
+
+def _request(spans: int) -> dict:
+    base = json.loads(_otlp_line())["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    return {"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
+        "scopeSpans": [{"scope": {"name": "lib", "version": "1"},
+                        "spans": [{**base, "spanId": f"{n + 1:016x}", "name": f"op{n}"}
+                                  for n in range(spans)]}]}]}
+
+
+def test_one_pretty_printed_request_is_read_a_span_at_a_time(tmp_path, monkeypatch):
+    """An OTLP/HTTP request body of many spans: the buffer holds about one span, never the
+    whole request, and the spans are the ones a whole read gives."""
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(_request(2000), indent=2))
+    spans = list(reader("otlp-json").read(path))
+    assert len(spans) == 2000 and {s.resource["service.name"] for s in spans} == {"svc"}
+    assert {(s.scope, s.scope_version) for s in spans} == {("lib", "1")}
+    whole = [s.to_json() for s in spans]
+    monkeypatch.setattr(_jsonstream, "CHUNK", 4096)
+    seen = []  # the most the buffer holds after each read
+    real = _jsonstream._Stream._read
+    monkeypatch.setattr(_jsonstream._Stream, "_read", lambda self, size: seen.append(
+        len(self.buf) - self.pos + size) or real(self, size))
+    assert [s.to_json() for s in reader("otlp-json").read(path)] == whole
+    assert path.stat().st_size > 50 * max(seen) and max(seen) < 3 * 4096
+
+
+def test_a_streamed_request_names_the_span_field(tmp_path, monkeypatch):
+    monkeypatch.setattr(_jsonstream, "CHUNK", 256)
+    request = _request(40)
+    request["resourceSpans"][0]["scopeSpans"][0]["spans"][33]["kind"] = 9
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request, indent=2))
+    with pytest.raises(InputError, match=r"request.json, line 3, field resourceSpans\[0\]"
+                                         r"\.scopeSpans\[0\]\.spans\[33\]\.kind: not a span kind"):
+        list(reader("otlp-json").read(path))
+
+
+@pytest.mark.parametrize(("name", "fmt", "count", "needs"),
+                         [f for f in FIXTURES if f[0].endswith((".json", ".jsonl", ".txt"))])
+def test_a_tiny_read_buffer_reads_the_same(name, fmt, count, needs, monkeypatch):
+    whole = [s.to_json() for s in _read(name, fmt)]
+    monkeypatch.setattr(_jsonstream, "CHUNK", 7)
+    assert [s.to_json() for s in _read(name, fmt)] == whole
 
 
 def test_malformed_console_and_phoenix_records(tmp_path):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from evalharness.hookspecs import hookimpl
 from evalharness.judge.heuristic import HeuristicJudge
-from evalharness.judge.openai_compat import OpenAIJudge
 from evalharness.models import GeneratorStep, RetrieverStep, RouterStep, Text2SQLStep
 from evalharness.registry import ComponentKind, JudgeBackend
 
@@ -29,6 +28,14 @@ def register_component_kinds(register):
 def register_judge_backends(register):
     register(JudgeBackend("heuristic", HeuristicJudge, offline=True,
                           description="deterministic, offline, no LLM (the default)"))
-    register(JudgeBackend("openai", OpenAIJudge,
+    register(JudgeBackend("openai", _openai_judge,
                           description="any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, "
                                       "Ollama, llama.cpp server) through the openai SDK"))
+
+
+def _openai_judge(config):
+    """The ``openai`` backend, imported when a scenario uses it: the openai SDK takes half a
+    second to import, which every command (and every offline run) would otherwise pay."""
+    from evalharness.judge.openai_compat import OpenAIJudge
+
+    return OpenAIJudge(config)

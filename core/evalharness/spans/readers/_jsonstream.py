@@ -1,116 +1,180 @@
-"""The JSON values of a file, one at a time and never the whole file: JSON lines, values
-concatenated or pretty-printed one after another, or the elements of one top-level array.
+"""The records of a JSON trace file, one at a time and never the whole file: JSON Lines,
+values concatenated or pretty-printed one after another, one top-level array, or objects
+holding their records in named lists (``{"data": [...]}``, ``{"resourceSpans": [...]}``) —
+plain or gzip-compressed.
 
-Every trace reader with a JSON format reads through :func:`values`. It holds one value (plus a
-read buffer of about a megabyte) at a time, so a 1 GB export of JSON lines, or a stream of
-pretty-printed objects such as the OpenTelemetry ``ConsoleSpanExporter`` prints, costs what its
-largest value costs. A file that is one single JSON object (a pretty-printed OTLP request) is
-that one value: it is held whole while it is parsed.
+Every trace reader with a JSON format reads through :func:`records`. A value that ends
+within a read buffer (about a megabyte) of where it starts is decoded at once; an object
+that goes on past it is read member by member and its named lists element by element, at
+any depth. So a 1 GB export of JSON lines, one 1 GB line of ``{"data": [...]}`` or one
+pretty-printed OTLP request of 1 GB costs what its largest record costs, not the file.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import re
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from evalharness.errors import InputError
 
 CHUNK = 1 << 20
-"""Characters read at a time (the buffer grows past it only while one value is longer)."""
+"""Characters read at a time; a value longer than this is streamed, or the buffer grows."""
+MAX_VALUE = 256 << 20
+"""The largest single JSON value decoded at once (a record, or a member of a streamed one)."""
+GZIP_MAGIC = b"\x1f\x8b"
 
-_SPACE = re.compile(r"[ \t\r\n]*")
+Lists = Mapping[str, "Lists"]
+"""Which lists hold records: a key of an object, mapped to the lists of its elements."""
+NONE: Lists = {}
+
 _DECODER = json.JSONDecoder()
+_BLANK = re.compile(r"[ \t\r\n]*")
+_NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")
 
 
-def values(path: Path, *, skip_text: bool = False) -> Iterator[tuple[int, Any]]:
-    """``(line, value)`` for each top-level JSON value of ``path`` (``line``: where it starts,
-    1-based); the elements of a top-level array are yielded one by one.
+def anywhere(*keys: str) -> Lists:
+    """Lists named ``keys`` at any depth: an element of one may hold any of them again.
 
-    ``skip_text``: lines between values that are not JSON (an application's own prints in a
-    captured stdout) are skipped rather than an error.
+    >>> spec = anywhere("runs", "child_runs")
+    >>> spec["runs"]["child_runs"] is spec
+    True
+    """
+    spec: dict[str, Any] = {}
+    for key in keys:
+        spec[key] = spec
+    return spec
+
+
+@dataclass(slots=True)
+class Item:
+    """One record and where it was read."""
+
+    value: Any
+    line: int
+    """The line its record starts on: the top-level value's, or that of the element of a
+    top-level list (the array's, or a list of the top-level object) it is part of."""
+    index: int | None = None
+    """Its 1-based position in the list it was read from (``None``: a top-level value)."""
+    key: str | None = None
+    """The list it came from (``data``, ``spans``…); ``None`` for the top level."""
+    parent: Item | None = None
+    """The object that holds that list, without its lists (members that follow a list too
+    long for the read buffer are not in it yet when the list's elements are read)."""
+
+    @property
+    def owner(self) -> Any:
+        """The ``id`` of :attr:`parent` (a trace for its ``observations``), if it has one."""
+        held = self.parent.value if self.parent is not None else None
+        return held.get("id") if isinstance(held, dict) else None
+
+    @property
+    def field(self) -> str:
+        """Its path from the top-level value, for messages: ``resourceSpans[0].spans[2]``."""
+        steps = []
+        item: Item | None = self
+        while item is not None and item.key is not None:
+            steps.append(f"{item.key}[{item.index - 1}]" if item.index else item.key)
+            item = item.parent
+        return ".".join(reversed(steps))
+
+    def where(self, path: Path | str) -> str:
+        """``file, line N`` (and ``, record K`` for a record of a list), for messages."""
+        at = f"{path}, line {self.line}"
+        return at if self.index is None else f"{at}, record {self.index}"
+
+
+def unpacked(head: bytes) -> bytes:
+    """The start of a file, gunzipped when gzip-compressed (as far as it goes), for ``sniff``.
+
+    >>> unpacked(gzip.compress(b'{"id": 1}\\n{"id": 2}')[:30]).startswith(b'{"id"')
+    True
+    """
+    if head.startswith(GZIP_MAGIC):
+        try:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head)
+        except zlib.error:
+            return b""
+    return head
+
+
+def head_text(head: bytes) -> str:
+    """The start of a file as text, for ``sniff``: gunzipped, a byte-order mark dropped, a
+    multi-byte character cut at the end tolerated.
+
+    >>> head_text(b'\\xef\\xbb\\xbf{"id": 1}')
+    '{"id": 1}'
+    """
+    return unpacked(head).decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def records(path: Path, lists: Lists = NONE, *, skip_text: bool = False) -> Iterator[Item]:
+    """Every record of a JSON or JSON Lines file, in file order.
+
+    A top-level array yields its elements. An object with a key of ``lists`` holding an
+    array yields that array's elements (each with the lists ``lists[key]`` names inside
+    it), and then itself without those arrays if it has an ``id`` (a trace holding its
+    observations is a record too; a page envelope is not). Anything else is yielded as it
+    is, for the reader to judge.
+
+    ``skip_text``: lines between values that are not JSON (an application's own prints in
+    a captured stdout) are skipped rather than an error.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
     ...     _ = f.write('{"a": 1}\\n{\\n  "b": [1,\\n 2]\\n}\\n[{"c": 3}, {"d": 4}]\\n')
-    >>> list(values(Path(f.name)))
+    >>> [(i.line, i.value) for i in records(Path(f.name))]
     [(1, {'a': 1}), (2, {'b': [1, 2]}), (6, {'c': 3}), (6, {'d': 4})]
+    >>> [(i.field, i.value) for i in records(Path(f.name), {"b": {}})]
+    [('', {'a': 1}), ('b[0]', 1), ('b[1]', 2), ('', {'c': 3}), ('', {'d': 4})]
     >>> os.unlink(f.name)
     """
-    stream = _Stream(path)
-    with stream:
-        depth = 0  # 1 inside a top-level array
-        while True:
-            if not stream.skip_space():
-                if depth:
-                    raise stream.error("the file ends inside a JSON array (no closing ']')")
-                return
-            char = stream.buf[stream.pos]
-            if depth:
-                if char == "]":
-                    stream.advance(stream.pos + 1)
-                    depth = 0
-                    continue
-                if char == ",":
-                    stream.advance(stream.pos + 1)
-                    if not stream.skip_space():
-                        raise stream.error("the file ends inside a JSON array (no closing ']')")
-                    char = stream.buf[stream.pos]
-            elif char == "[":
-                stream.advance(stream.pos + 1)
-                depth = 1
-                continue
-            elif char != "{":
-                if skip_text:
-                    stream.skip_line()
-                    continue
-                raise stream.error(f"not JSON: expected '{{' or '[' but found {_show(stream)}")
-            line = stream.line
-            yield line, stream.value()
-            if depth and stream.skip_space() and stream.buf[stream.pos] not in ",]":
-                raise stream.error(f"expected ',' or ']' between array elements but found "
-                                   f"{_show(stream)}")
+    try:
+        fh = _open(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    with fh:
+        yield from _Stream(fh, path, lists, skip_text).top()
 
 
-def _show(stream: _Stream) -> str:
-    return repr(stream.buf[stream.pos:stream.pos + 20].split("\n", 1)[0])
+def _open(path: Path) -> IO[str]:
+    with open(path, "rb") as raw:
+        compressed = raw.read(2) == GZIP_MAGIC
+    binary = gzip.open(path, "rb") if compressed else open(path, "rb")  # noqa: SIM115
+    return io.TextIOWrapper(binary, encoding="utf-8-sig", errors="strict")
+
+
+class _Cut(Exception):
+    """The value at hand goes on past the read buffer."""
 
 
 class _Stream:
-    """A read buffer over a text file that knows the line number of its position."""
+    """A buffered text reader with JSON on top: ``raw_decode`` on the buffer, and objects
+    too long for it read member by member."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.buf = ""
-        self.pos = 0
-        self.line = 1
-        self.eof = False
+    def __init__(self, fh: IO[str], path: Path, lists: Lists, skip_text: bool) -> None:
+        self.fh, self.path, self.lists, self.skip_text = fh, path, lists, skip_text
+        self.buf, self.pos, self.line, self.eof = "", 0, 1, False
 
-    def __enter__(self) -> _Stream:
-        try:
-            self.fh = open(self.path, encoding="utf-8-sig")  # noqa: SIM115 - closed in __exit__
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot be read: {exc.strerror or exc}") from exc
-        return self
+    # -- reading
 
-    def __exit__(self, *exc: object) -> None:
-        self.fh.close()
-
-    def error(self, message: str, line: int | None = None) -> InputError:
-        return InputError(f"{self.path}, line {line or self.line}: {message}")
-
-    def fill(self) -> bool:
-        """Read more (at least as much again as the unconsumed part, so that one long value
-        costs linear time); False at the end of the file."""
+    def _read(self, size: int) -> bool:
+        """Append up to ``size`` more characters (dropping what was consumed); False at EOF."""
         if self.eof:
             return False
         try:
-            chunk = self.fh.read(max(CHUNK, len(self.buf) - self.pos))
+            chunk = self.fh.read(size)
         except UnicodeDecodeError as exc:
-            raise self.error(f"not UTF-8 text ({exc.reason} near byte {exc.start} of a read "
-                             f"block)") from exc
+            raise InputError(f"{self.path}, line {self.line}: not UTF-8 text ({exc.reason}); "
+                             f"save the file as UTF-8") from exc
+        except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz
+            raise InputError(f"{self.path}: cannot be read past line {self.line} ({exc})") from exc
         if not chunk:
             self.eof = True
             return False
@@ -118,44 +182,195 @@ class _Stream:
         self.pos = 0
         return True
 
-    def advance(self, to: int) -> None:
+    def _advance(self, to: int) -> None:
         self.line += self.buf.count("\n", self.pos, to)
         self.pos = to
 
-    def skip_space(self) -> bool:
-        """Move past whitespace; False at the end of the file."""
+    def _peek(self) -> str:
+        """The next non-blank character (consumed up to it), ``""`` at the end of the file."""
         while True:
-            self.advance(_SPACE.match(self.buf, self.pos).end())
-            if self.pos < len(self.buf) or not self.fill():
-                return self.pos < len(self.buf)
+            self._advance(_BLANK.match(self.buf, self.pos).end())
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._read(CHUNK):
+                return ""
 
-    def skip_line(self) -> None:
-        while (end := self.buf.find("\n", self.pos)) < 0:
-            self.pos = len(self.buf)
-            if not self.fill():
-                return
-        self.advance(end + 1)
+    def _after(self, offset: int) -> str:
+        """The first non-blank character ``offset`` characters on, not consumed."""
+        while True:
+            at = _BLANK.match(self.buf, self.pos + offset).end()
+            if at < len(self.buf):
+                return self.buf[at]
+            if not self._read(CHUNK):
+                return ""
 
-    def value(self) -> Any:
-        """The JSON value starting at the position (more is read while it is incomplete)."""
+    def _value(self, stream: bool = False) -> Any:
+        """The JSON value at the current position (after blanks), consumed; with ``stream``,
+        :class:`_Cut` (nothing consumed) when it does not end within a buffer's length."""
+        self._peek()
+        start = self.line
         while True:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                if _truncated(self.buf, exc) and self.fill():
-                    continue
-                at = self.line + self.buf.count("\n", self.pos, exc.pos)
-                column = exc.pos - self.buf.rfind("\n", 0, exc.pos)
-                raise self.error(f"not valid JSON: {exc.msg} (line {at}, column {column})"
-                                 ) from None
-            self.advance(end)
+                if self._maybe_cut(exc):
+                    if len(self.buf) - self.pos < CHUNK and self._read(CHUNK):
+                        continue
+                    if stream:
+                        raise _Cut from None
+                    if self._grow():
+                        continue
+                raise self._syntax(exc.msg, exc.pos, start) from None
+            if (isinstance(value, int | float) and not self.eof
+                    and _NUMBER_TAIL.fullmatch(self.buf, end) and self._grow()):
+                continue  # a number at the buffer's end may go on (``3`` of ``3e-05``)
+            self._advance(end)
             return value
 
+    def _maybe_cut(self, exc: json.JSONDecodeError) -> bool:
+        """Whether the error may only mean the value goes on past the buffer: the decoder
+        stopped at its end, or in a string no line break ends (JSON strings hold none)."""
+        if self.eof:
+            return False
+        return exc.pos >= len(self.buf) - 8 or (exc.msg.startswith("Unterminated string")
+                                                 and self.buf.find("\n", exc.pos) < 0)
 
-def _truncated(buf: str, exc: json.JSONDecodeError) -> bool:
-    """Whether a decoding error may only mean that the value goes on past the buffer: the
-    decoder stopped at its end, or in a string that no line break ends (a JSON string never
-    holds one), rather than at a character that is wrong wherever the value ends."""
-    if exc.pos >= len(buf) - 8:
-        return True
-    return exc.msg.startswith("Unterminated string") and buf.find("\n", exc.pos) < 0
+    def _grow(self) -> bool:
+        pending = len(self.buf) - self.pos
+        if pending > MAX_VALUE:
+            raise InputError(f"{self.path}, line {self.line}: a JSON value of more than "
+                             f"{MAX_VALUE >> 20} MB, or a string that never ends; a value "
+                             f"this large is not a trace record")
+        return self._read(max(CHUNK, pending))
+
+    def _syntax(self, msg: str, pos: int, start: int | None = None) -> InputError:
+        line = self.line + self.buf.count("\n", self.pos, pos)
+        column = pos - (self.buf.rfind("\n", 0, pos) + 1) + 1
+        at = f"column {column}" if start in (None, line) else f"line {line}, column {column}"
+        under = f", or objects holding them under {' or '.join(self.lists)}" if self.lists else ""
+        return InputError(f"{self.path}, line {start or line}: not valid JSON ({msg} at {at}); "
+                          f"expected JSON Lines, JSON values one after another, or a JSON "
+                          f"array of records{under}")
+
+    def _expect(self, chars: str, what: str) -> str:
+        c = self._peek()
+        if not c:
+            raise self._syntax(f"the file ends inside a JSON value, expecting {what},",
+                               self.pos)
+        if c not in chars:
+            raise self._syntax(f"expected {what}", self.pos)
+        self._advance(self.pos + 1)
+        return c
+
+    def _skip_line(self) -> None:
+        while (end := self.buf.find("\n", self.pos)) < 0:
+            self.pos = len(self.buf)
+            if not self._read(CHUNK):
+                return
+        self._advance(end + 1)
+
+    # -- structure
+
+    def top(self) -> Iterator[Item]:
+        while c := self._peek():
+            if self.skip_text and not (c == "{" or c == "[" and self._after(1) in ("{", "[", "]")):
+                self._skip_line()
+            elif c == "[":
+                yield from self._array(None, None, self.lists, None)
+            elif c == "{" and self.lists and not self._one_line():
+                yield from self._object(None, None, self.lists, None, self.line)
+            else:
+                yield from self._record(None, None, self.lists, None, None)
+
+    def _one_line(self) -> bool:
+        """Whether the object at hand looks like a JSON Lines record — its line, in the
+        buffer, ends with ``}`` — to decode at once; otherwise (pretty-printed, so that its
+        lists' elements each have a line of their own) it is read member by member."""
+        end = self.buf.find("\n", self.pos)
+        if end < 0 and self._read(CHUNK):
+            end = self.buf.find("\n", self.pos)
+        if end < 0:
+            if not self.eof:
+                return False
+            end = len(self.buf)
+        last = end - 1
+        while last > self.pos and self.buf[last] in " \t\r":
+            last -= 1
+        return self.buf[last] == "}"
+
+    def _record(self, index: int | None, key: str | None, lists: Lists, parent: Item | None,
+                line: int | None) -> Iterable[Item]:
+        """The value at hand as records: decoded at once, or an object streamed (``line``:
+        its record's; ``None``: its own)."""
+        stream = self._peek() == "{" and bool(lists)
+        line = line or self.line
+        try:
+            value = self._value(stream)
+        except _Cut:
+            return self._object(index, key, lists, parent, line)
+        if stream:
+            return _expand(value, line, index, key, lists, parent)
+        return (Item(value, line, index, key, parent),)
+
+    def _object(self, index: int | None, key: str | None, lists: Lists, parent: Item | None,
+                line: int) -> Iterator[Item]:
+        """An object too long to decode at once, member by member."""
+        self._advance(self.pos + 1)
+        item = Item({}, line, index, key, parent)
+        streamed = False
+        if self._peek() == "}":
+            self._advance(self.pos + 1)
+        else:
+            while True:
+                if self._peek() != '"':
+                    raise self._syntax("expected a property name in double quotes", self.pos)
+                name = self._value()
+                self._expect(":", "':'")
+                if name in lists and self._peek() == "[":
+                    streamed = True
+                    top = key is None and index is None  # its elements: a line each
+                    yield from self._array(name, item, lists[name], None if top else line)
+                else:
+                    item.value[name] = self._value()
+                if self._expect(",}", "',' or '}'") == "}":
+                    break
+        if not streamed or "id" in item.value:
+            yield item
+
+    def _array(self, key: str | None, parent: Item | None, lists: Lists,
+               line: int | None) -> Iterator[Item]:
+        """A list's elements (``line``: their record's; ``None``: each its own)."""
+        self._advance(self.pos + 1)
+        if self._peek() == "]":
+            self._advance(self.pos + 1)
+            return
+        index = 0
+        while True:
+            index += 1
+            yield from self._record(index, key, lists, parent, line)
+            if self._expect(",]", "',' or ']'") == "]":
+                return
+
+
+def _expand(value: Any, line: int, index: int | None, key: str | None, lists: Lists,
+            parent: Item | None) -> Iterator[Item]:
+    """A decoded value as records: its ``lists`` arrays' elements, then itself (see
+    :func:`records`)."""
+    if isinstance(value, dict) and lists:
+        held = [k for k in lists if isinstance(value.get(k), list)]
+        if len(held) > 1:
+            held.sort(key=list(value).index)  # in file order, as a streamed object's
+        if held:
+            item = Item({k: v for k, v in value.items() if k not in held}, line, index, key,
+                        parent)
+            for k in held:
+                inner = lists[k]
+                for i, element in enumerate(value[k], 1):
+                    if inner and isinstance(element, dict):
+                        yield from _expand(element, line, i, k, inner, item)
+                    else:
+                        yield Item(element, line, i, k, item)
+            if "id" in item.value:
+                yield item
+            return
+    yield Item(value, line, index, key, parent)

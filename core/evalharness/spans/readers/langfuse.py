@@ -2,7 +2,7 @@
 read as spans (docs/traces.md, "Langfuse").
 
 What it reads, a record at a time (JSON Lines, a JSON array, or an object holding a list; see
-:mod:`~evalharness.spans.readers._hosted`):
+:mod:`~evalharness.spans.readers._jsonstream`):
 
 - observations of the public API — ``GET /api/public/v2/observations`` and the older
   ``GET /api/public/observations`` pages (``{"data": [...], "meta": ...}``), one observation
@@ -33,15 +33,13 @@ from typing import Any
 from evalharness.errors import InputError
 from evalharness.spans.model import Span
 from evalharness.spans.readers._hosted import (
-    Item,
     amount,
     count,
     decoded,
-    head_text,
     iso_ns,
-    records,
     usage,
 )
+from evalharness.spans.readers._jsonstream import Item, anywhere, head_text, records
 
 TYPES = frozenset({"GENERATION", "SPAN", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER",
                    "EMBEDDING", "EVALUATOR", "GUARDRAIL"})
@@ -49,6 +47,8 @@ TYPES = frozenset({"GENERATION", "SPAN", "EVENT", "AGENT", "TOOL", "CHAIN", "RET
 LEVELS = frozenset({"DEBUG", "DEFAULT", "WARNING", "ERROR"})
 TRACE_KIND = "TRACE"
 SCOPE = "langfuse"
+LISTS = anywhere("data", "observations")
+"""Where records are listed: a page's ``data``, a trace's ``observations``."""
 
 _TYPE = re.compile(r'"type"\s*:\s*"(?:' + "|".join(sorted(TYPES)) + ')"')
 
@@ -81,7 +81,7 @@ class LangfuseReader:
                          ("projectId", "project_id")))
 
     def read(self, path: Path) -> Iterator[Span]:
-        for item in records(path, ("data", "observations")):
+        for item in records(path, LISTS):
             rec = item.value
             if item.key == "observations" and isinstance(rec, str):
                 continue  # GET /traces lists its observations' ids only

@@ -1,6 +1,6 @@
 """LangSmith runs, as its API and SDK write them, read as spans (docs/traces.md, "LangSmith").
 
-What it reads, a record at a time (see :mod:`~evalharness.spans.readers._hosted`): runs
+What it reads, a record at a time (see :mod:`~evalharness.spans.readers._jsonstream`): runs
 as JSON Lines, a JSON array, or ``{"runs": [...]}`` (``POST /api/v1/runs/query``), each run as
 ``Client.list_runs`` / ``read_run`` return it (``run.model_dump(mode="json")``); nested
 ``child_runs`` (``read_run(..., load_child_runs=True)``) are read as runs of their own. The
@@ -28,16 +28,16 @@ from typing import Any
 from evalharness.errors import InputError
 from evalharness.spans.model import Span, SpanEvent
 from evalharness.spans.readers._hosted import (
-    Item,
     amount,
     decoded,
-    head_text,
     iso_ns,
-    records,
     usage,
 )
+from evalharness.spans.readers._jsonstream import Item, anywhere, head_text, records
 
 SCOPE = "langsmith"
+LISTS = anywhere("runs", "child_runs")
+"""Where runs are listed: a query's ``runs``, a run's ``child_runs``."""
 
 _SEGMENT = re.compile(r"(\d{8}T\d{6}\d{0,6}Z?)([0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}"
                       r"[0-9a-fA-F]{12})")
@@ -60,7 +60,7 @@ class LangSmithReader:
                    for key in ("start_time", "dotted_order", "parent_run_id"))
 
     def read(self, path: Path) -> Iterator[Span]:
-        for item in records(path, ("runs", "child_runs")):
+        for item in records(path, LISTS):
             if not isinstance(item.value, dict):
                 raise InputError(f"{item.where(path)}: expected a JSON object (a run), got "
                                  f"{type(item.value).__name__}")

@@ -11,7 +11,7 @@ from typing import Any
 
 from evalharness.errors import InputError
 from evalharness.spans.model import Span, SpanEvent
-from evalharness.spans.readers import _jsonstream
+from evalharness.spans.readers._jsonstream import Lists, records, unpacked
 from evalharness.spans.readers._otel import (
     add_attribute,
     attributes_from,
@@ -31,13 +31,20 @@ _OTHER_SIGNALS = ("resourceMetrics", "resourceLogs", "resourceProfiles", "resour
 _OTLP_HEAD = re.compile(rb'"(?:resourceSpans|resource_spans)"\s*:')
 _CONSOLE_HEAD = re.compile(rb'"kind"\s*:\s*"SpanKind\.[A-Z]+"')
 _CONSOLE_CONTEXT = re.compile(rb'"context"\s*:\s*\{\s*"trace_id"\s*:\s*"0x')
+_RESOURCE_SPANS = ("resourceSpans", "resource_spans")
+_SCOPE_SPANS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans",
+                "instrumentation_library_spans")
+_SPANS: Lists = {"spans": {}}
+LISTS: Lists = dict.fromkeys(_RESOURCE_SPANS, dict.fromkeys(_SCOPE_SPANS, _SPANS))
+"""Where OTLP JSON lists its spans: read a span at a time, whatever the size of a request."""
 
 
 class OtlpJsonReader:
     """OTLP JSON: one ``{"resourceSpans": [...]}`` per line (the Collector's file exporter,
     ``format: json``), or one such document pretty-printed (an OTLP/HTTP JSON request body),
-    or a JSON array of them. Ids in hex (OTLP JSON) or base64 (the protobuf JSON mapping);
-    camelCase or snake_case keys; ``kind`` and ``status.code`` as numbers or names."""
+    or a JSON array of them; plain or gzip-compressed. Read a span at a time, however large
+    a document. Ids in hex (OTLP JSON) or base64 (the protobuf JSON mapping); camelCase or
+    snake_case keys; ``kind`` and ``status.code`` as numbers or names."""
 
     name = "otlp-json"
     written_against = (
@@ -46,21 +53,50 @@ class OtlpJsonReader:
         "semantic conventions 1.44 (gen_ai.operation.name)")
 
     def sniff(self, head: bytes) -> bool:
+        head = unpacked(head)
         return first_char(head) in (b"{", b"[") and _OTLP_HEAD.search(head) is not None
 
     def read(self, path: Path) -> Iterator[Span]:
-        for line, document in _jsonstream.values(path):
-            where = f"{path}, line {line}"
-            if not isinstance(document, dict):
-                raise InputError(f"{where}: expected a JSON object (an OTLP traces request), "
-                                 f"found {type(document).__name__}")
-            resource_spans, key = _pick(document, "resourceSpans", "resource_spans")
-            if resource_spans is None:
-                if document and not any(k in document for k in _OTHER_SIGNALS):
-                    raise fail(where, "resourceSpans", "missing: not an OTLP traces record "
-                                                       f"(keys: {', '.join(list(document)[:5])})")
-                continue
-            yield from _resource_spans(resource_spans, key, where)
+        scope_item = resource_item = None  # the lists' holders last read, and what they give
+        at_scope = ""
+        scope: tuple[str | None, str | None] = (None, None)
+        resource: dict[str, Any] = {}
+        for item in records(path, LISTS):
+            where = f"{path}, line {item.line}"
+            if item.key == "spans":
+                if item.parent is not scope_item:
+                    scope_item = item.parent
+                    at_scope = scope_item.field
+                    scope = _scope(scope_item.value, where, at_scope)
+                    if scope_item.parent is not resource_item:
+                        resource_item = scope_item.parent
+                        resource = _resource(resource_item.value, where, resource_item.field)
+                span = _span(item.value, where, f"{at_scope}.spans[{item.index - 1}]")
+                span.resource = resource  # one dict shared by the resource's spans
+                span.scope, span.scope_version = scope
+                yield span
+            elif item.key is None:  # a request holding no list of spans
+                yield from _request(item.value, where)
+            elif item.key in _RESOURCE_SPANS:  # a resource holding none
+                yield from _resource_block(item.value, where, item.field)
+            else:  # a scope holding none
+                holder = item.parent
+                yield from _scope_block(item.value, _resource(holder.value, where, holder.field),
+                                        where, item.field)
+
+
+def _request(document: Any, where: str) -> Iterator[Span]:
+    if not isinstance(document, dict):
+        raise InputError(f"{where}: expected a JSON object (an OTLP traces request), "
+                         f"found {type(document).__name__}")
+    resource_spans, key = _pick(document, *_RESOURCE_SPANS)
+    if resource_spans is None:
+        if document and not any(k in document for k in _OTHER_SIGNALS):
+            raise fail(where, "resourceSpans", "missing: not an OTLP traces record "
+                                               f"(keys: {', '.join(list(document)[:5])})")
+        return
+    for r, block in enumerate(_list(resource_spans, where, key)):
+        yield from _resource_block(block, where, f"{key}[{r}]")
 
 
 def _pick(mapping: dict[str, Any], camel: str, snake: str) -> tuple[Any, str]:
@@ -86,30 +122,38 @@ def _object(value: Any, where: str, field: str) -> dict[str, Any]:
     return value
 
 
-def _resource_spans(resource_spans: Any, key: str, where: str) -> Iterator[Span]:
-    for r, block in enumerate(_list(resource_spans, where, key)):
-        at = f"{key}[{r}]"
-        block = _object(block, where, at)
-        resource = _object(block.get("resource"), where, f"{at}.resource")
-        resource_attributes = key_values(resource.get("attributes"), where,
-                                         f"{at}.resource.attributes")
-        scopes, scopes_key = _pick(block, "scopeSpans", "scope_spans")
-        if scopes is None:  # OTLP before 0.15 (2022)
-            scopes, scopes_key = _pick(block, "instrumentationLibrarySpans",
-                                       "instrumentation_library_spans")
-        for s, scope_block in enumerate(_list(scopes, where, f"{at}.{scopes_key}")):
-            at_scope = f"{at}.{scopes_key}[{s}]"
-            scope_block = _object(scope_block, where, at_scope)
-            scope = scope_block.get("scope", scope_block.get("instrumentationLibrary",
-                                    scope_block.get("instrumentation_library")))
-            scope = _object(scope, where, f"{at_scope}.scope")
-            scope_name = scope.get("name") or None
-            scope_version = scope.get("version") or None
-            for n, raw in enumerate(_list(scope_block.get("spans"), where, f"{at_scope}.spans")):
-                span = _span(raw, where, f"{at_scope}.spans[{n}]")
-                span.resource = resource_attributes  # one dict shared by the resource's spans
-                span.scope, span.scope_version = scope_name, scope_version
-                yield span
+def _resource(block: Any, where: str, at: str) -> dict[str, Any]:
+    """The attributes of a ``resourceSpans`` element's resource."""
+    resource = _object(_object(block, where, at).get("resource"), where, f"{at}.resource")
+    return key_values(resource.get("attributes"), where, f"{at}.resource.attributes")
+
+
+def _resource_block(block: Any, where: str, at: str) -> Iterator[Span]:
+    resource_attributes = _resource(block, where, at)
+    scopes, scopes_key = _pick(block, *_SCOPE_SPANS[:2])
+    if scopes is None:  # OTLP before 0.15 (2022)
+        scopes, scopes_key = _pick(block, *_SCOPE_SPANS[2:])
+    for s, scope_block in enumerate(_list(scopes, where, f"{at}.{scopes_key}")):
+        yield from _scope_block(scope_block, resource_attributes, where, f"{at}.{scopes_key}[{s}]")
+
+
+def _scope(block: Any, where: str, at: str) -> tuple[str | None, str | None]:
+    """The name and version of a ``scopeSpans`` element's scope."""
+    block = _object(block, where, at)
+    scope = block.get("scope", block.get("instrumentationLibrary",
+                                         block.get("instrumentation_library")))
+    scope = _object(scope, where, f"{at}.scope")
+    return scope.get("name") or None, scope.get("version") or None
+
+
+def _scope_block(block: Any, resource_attributes: dict[str, Any], where: str,
+                 at: str) -> Iterator[Span]:
+    scope_name, scope_version = _scope(block, where, at)
+    for n, raw in enumerate(_list(block.get("spans"), where, f"{at}.spans")):
+        span = _span(raw, where, f"{at}.spans[{n}]")
+        span.resource = resource_attributes
+        span.scope, span.scope_version = scope_name, scope_version
+        yield span
 
 
 def _span(raw: Any, where: str, at: str) -> Span:
@@ -238,13 +282,14 @@ class ConsoleReader:
         "OpenInference semantic conventions 0.1.42; OTel GenAI semantic conventions 1.44")
 
     def sniff(self, head: bytes) -> bool:
+        head = unpacked(head)
         return (_CONSOLE_HEAD.search(head) is not None
                 and _CONSOLE_CONTEXT.search(head) is not None
                 and _OTLP_HEAD.search(head) is None)
 
     def read(self, path: Path) -> Iterator[Span]:
-        for line, record in _jsonstream.values(path, skip_text=True):
-            yield console_span(record, f"{path}, line {line}")
+        for item in records(path, skip_text=True):
+            yield console_span(item.value, f"{path}, line {item.line}")
 
 
 def console_span(record: Any, where: str) -> Span:

@@ -17,7 +17,7 @@ from typing import Any
 
 from evalharness.errors import InputError
 from evalharness.spans.model import Span, SpanEvent
-from evalharness.spans.readers import _jsonstream
+from evalharness.spans.readers._jsonstream import records, unpacked
 from evalharness.spans.readers._otel import (
     add_attribute,
     attributes_from,
@@ -51,6 +51,7 @@ class PhoenixReader:
     def sniff(self, head: bytes) -> bool:
         if head.startswith(PARQUET_MAGIC):
             return True
+        head = unpacked(head)
         return (first_char(head) in (b"{", b"[") and _HEAD.search(head) is not None
                 and _CONTEXT.search(head) is not None)
 
@@ -63,8 +64,8 @@ class PhoenixReader:
         if magic == PARQUET_MAGIC:
             yield from _parquet(path)
             return
-        for line, record in _jsonstream.values(path):
-            yield json_span(record, f"{path}, line {line}")
+        for item in records(path):
+            yield json_span(item.value, f"{path}, line {item.line}")
 
 
 def _text(value: Any, where: str, field: str) -> str | None:
