@@ -157,3 +157,42 @@ def test_traces_explain_and_convert(tmp_path):
     assert result.code == 0, result
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["components"]["generator"]["metrics"]["answer_present"]["n"] == 2
+
+
+def _runs(tmp_path: Path, lines: list[dict]) -> Path:
+    return write_jsonl(tmp_path / "runs.jsonl", lines)
+
+
+ROOT_RUN = {"id": "11111111-1111-4111-8111-111111111111",
+            "trace_id": "11111111-1111-4111-8111-111111111111", "parent_run_id": None,
+            "dotted_order": "20250603T091400000000Z11111111-1111-4111-8111-111111111111",
+            "run_type": "chain", "name": "RunnableSequence",
+            "inputs": {"question": "Anything?"}, "outputs": {"output": "ok"},
+            "extra": {"metadata": {"case_id": "u1"}},
+            "start_time": "2025-06-03T09:14:00.000000", "end_time": "2025-06-03T09:14:01.000000"}
+
+
+def test_an_unmappable_trace_is_that_cases_error_with_the_reason(tmp_path):
+    parser = {**ROOT_RUN, "id": "22222222-2222-4222-8222-222222222222",
+              "parent_run_id": ROOT_RUN["id"], "run_type": "parser",
+              "name": "StrOutputParser", "extra": {},
+              "dotted_order": ROOT_RUN["dotted_order"] + ".20250603T091400500000Z"
+                              "22222222-2222-4222-8222-222222222222"}
+    runs = _runs(tmp_path, [ROOT_RUN, parser])
+    write_jsonl(tmp_path / "cases.jsonl", [{"id": "u1", "question": "Anything?"}])
+    scenario = write(tmp_path / "s.yaml", SPAN_SCENARIO.format(path=runs))
+    result = run_cli("scenario", scenario, "--out", tmp_path / "out", "-q")
+    (line,) = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    error = json.loads(line)["trace"]["error"]
+    assert "could be mapped" in error and "retriever" in error, result
+
+
+def test_a_malformed_span_record_is_exit_2_naming_file_line_and_field(tmp_path):
+    bad = {**ROOT_RUN, "start_time": "03/06/2025 09:14"}
+    runs = _runs(tmp_path, [ROOT_RUN, bad])
+    write_jsonl(tmp_path / "cases.jsonl", [{"id": "u1", "question": "Anything?"}])
+    scenario = write(tmp_path / "s.yaml", SPAN_SCENARIO.format(path=runs))
+    result = run_cli("validate", scenario)
+    assert result.code == 2, result
+    assert "runs.jsonl, line 2, field start_time" in result.err
+    assert "Traceback" not in result.err
