@@ -117,11 +117,12 @@ class FakeOpenAI:
                 self.first_request_at = self.last_response_at = None
         return out
 
-    def _enter(self, kind: str, auth: str) -> str | None:
-        """Count the request; return a fault to answer with, if one is due."""
+    def _enter(self, kind: str, auth: str, arrived: float | None = None) -> str | None:
+        """Count the request (arrived at ``arrived``); return a fault to answer with, if one
+        is due."""
         with self._lock:
             if self.first_request_at is None:
-                self.first_request_at = time.time()
+                self.first_request_at = arrived if arrived is not None else time.time()
             self.counts[kind] += 1
             self.auth_headers.append(auth)
             self._live[kind] += 1
@@ -158,6 +159,10 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(200, state.stats(reset="reset=1" in self.path))
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        # The latency runs from the request's arrival (its headers read), not from after this
+        # thread got through parsing the body: with 64 requests at once, the server's own
+        # parsing queued behind the GIL and added to every answer's time.
+        arrived = time.time()
         state = self.server_state
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
@@ -165,12 +170,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.path.split("?")[0])
         if kind is None:
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
-        fault = state._enter(kind, self.headers.get("authorization", ""))
+        fault = state._enter(kind, self.headers.get("authorization", ""), arrived)
         try:
             if state.hang_s:
                 time.sleep(state.hang_s)
             if state.latency_s:
-                time.sleep(state.latency_s)
+                time.sleep(max(0.0, arrived + state.latency_s - time.time()))
             if fault == "fail_429":
                 return self._send(429, {"error": {"message": "rate limited",
                                                   "type": "rate_limit"}},
