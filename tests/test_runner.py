@@ -214,3 +214,34 @@ def test_quiet_still_names_failed_gates(tmp_path):
     res = run_cli("scenario", scenario, "--out", tmp_path / "o", "--quiet")
     assert res.code == 1 and res.out == ""
     assert "gate failed: router.route_accuracy >= 0.99" in res.err
+
+
+def test_resume_notices_an_edit_to_any_file_of_a_package_system(tmp_path):
+    """`system: package.module:function` (imported from the scenario's folder): every .py
+    file of the package is part of the run's fingerprint, not only a `file.py:function`."""
+    write_jsonl(tmp_path / "cases.jsonl",
+                [{"id": f"c{i}", "question": "q", "gold": {"routes": ["sql"]}} for i in range(2)])
+    write(tmp_path / "bot" / "__init__.py", "")
+    write(tmp_path / "bot" / "routes.py", "ROUTES = ['sql']\n")
+    write(tmp_path / "bot" / "main.py", """
+        from bot.routes import ROUTES
+
+        def answer(case):
+            return {"case_id": case.id, "router": {"routes": ROUTES}}
+    """)
+    scenario = write(tmp_path / "pkg.yaml", """
+        name: pkg
+        cases: cases.jsonl
+        system: bot.main:answer
+        pipeline:
+          router: {routes: {sql: []}}
+        evaluators:
+          router: [route_accuracy]
+    """)
+    out = tmp_path / "o"
+    assert run_cli("scenario", scenario, "--out", out, "--quiet").code == 0
+    inputs = json.loads((out / "run.json").read_text())["inputs"]
+    assert str(tmp_path / "bot" / "routes.py") in inputs
+    (tmp_path / "bot" / "routes.py").write_text("ROUTES = ['blog']\n")
+    res = run_cli("scenario", scenario, "--out", out, "--resume", "--quiet")
+    assert res.code == 2 and f"{tmp_path / 'bot' / 'routes.py'} changed since" in res.err, res

@@ -563,8 +563,10 @@ def load_scenario(
         inputs.append(traces_path)
     if mapping_file is not None:
         inputs.append(mapping_file)
-    if system is not None and system.callable.rsplit(":", 1)[0].endswith(".py"):
-        inputs.append(resolve(system.callable.rsplit(":", 1)[0]))
+    if system is not None:
+        target = system.callable.rsplit(":", 1)[0]
+        inputs += ([resolve(target)] if target.endswith(".py")
+                   else system_sources(target, path.parent))
     digests = _digests(raw, path, inputs, db_path)
     return Scenario(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
@@ -741,6 +743,34 @@ def _digests(raw: bytes, path: Path, files: list[Path], database: Path | None
         out[str(database)] = hashlib.sha256(
             f"{stat.st_size}\0{stat.st_mtime_ns}".encode()).hexdigest()
     return out
+
+
+def system_sources(module: str, base: Path) -> list[Path]:
+    """The source files of a ``module:function`` system found in the scenario's folder (where
+    it is imported from first): the module's file, or every ``.py`` file of its package, so
+    ``--resume`` notices an edit to any of them. A module found elsewhere (an installed
+    package) is not fingerprinted.
+
+    >>> import tempfile, pathlib
+    >>> base = pathlib.Path(tempfile.mkdtemp())
+    >>> (base / "bot").mkdir(); (base / "bot" / "__init__.py").write_text("")
+    0
+    >>> (base / "bot" / "router.py").write_text("x = 1")
+    5
+    >>> [p.name for p in system_sources("bot.router", base)]
+    ['__init__.py', 'router.py']
+    >>> system_sources("json", base)
+    []
+    """
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec(module.split(".")[0], [str(base)])
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return sorted(p for folder in spec.submodule_search_locations
+                      for p in Path(folder).rglob("*.py") if "__pycache__" not in p.parts)
+    return [Path(spec.origin)] if spec.origin and spec.origin.endswith(".py") else []
 
 
 def _combined(digests: dict[str, str]) -> str:
