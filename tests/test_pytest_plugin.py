@@ -181,3 +181,23 @@ def test_fixture_runs_once_per_options(pytester):
     """)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def test_ctrl_c_during_the_run_stops_the_session(pytester):
+    """An interrupted run (the first Ctrl-C saves what was evaluated) ends the pytest session
+    as a KeyboardInterrupt does, rather than failing every item with "interrupted"."""
+    pytester.makeconftest("""
+        import evalharness.api
+
+        def fake_execute(*args, **kwargs):
+            raise evalharness.api.RunInterrupted(kwargs["out"], 3, 51)
+
+        def pytest_configure(config):
+            evalharness.api.execute = fake_execute
+    """)
+    # in a subprocess: an in-process session's KeyboardInterrupt would end this one too
+    result = pytester.runpytest_subprocess("--evalharness", str(SHOP), "-k", "q001",
+                                           "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "KeyboardInterrupt" in result.stdout.str()
+    assert "3 of 51 cases are saved" in result.stdout.str()

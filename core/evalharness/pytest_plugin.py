@@ -273,8 +273,12 @@ class _Session:
             try:
                 entry.run = self._execute(entry)
             except BaseException as exc:
+                from evalharness.api import RunInterrupted
                 from evalharness.errors import EvalHarnessError
 
+                if isinstance(exc, RunInterrupted | KeyboardInterrupt):
+                    # Ctrl-C: what was evaluated is saved; the session stops, as pytest's does
+                    raise KeyboardInterrupt(str(exc)) from None
                 if isinstance(exc, EvalHarnessError):
                     exc = ScenarioProblem(str(exc))
                 entry.error = exc
