@@ -30,7 +30,6 @@ and import the file with ``traces: {path: spans.jsonl, mapping: shop/traces-gena
 from __future__ import annotations
 
 import argparse
-import base64
 import importlib.util
 import json
 import sys
@@ -48,6 +47,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from evalharness.models import Case
+from evalharness.testing.otlp import collector_line
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases.jsonl"
@@ -79,27 +79,6 @@ def load_assistant() -> ModuleType:
 # --- the exporter ----------------------------------------------------------------------------
 
 
-def _collector_json(node: Any) -> Any:
-    """The protobuf JSON mapping turned into what the Collector's file exporter writes: hex
-    ids (not base64) and enum numbers (not names)."""
-    if isinstance(node, list):
-        return [_collector_json(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key in ("traceId", "spanId", "parentSpanId"):
-            value = base64.b64decode(value).hex()
-        elif key == "kind" and isinstance(value, str):
-            value = SpanKind[value.removeprefix("SPAN_KIND_")].value + 1
-        elif key == "code" and isinstance(value, str):
-            value = ["STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"].index(value)
-        else:
-            value = _collector_json(value)
-        out[key] = value
-    return out
-
-
 class OTLPJsonLinesExporter(SpanExporter):
     """Each exported batch as one line of OTLP JSON, like the Collector's ``file`` exporter
     (``format: json``): no collector needed."""
@@ -112,11 +91,7 @@ class OTLPJsonLinesExporter(SpanExporter):
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        from google.protobuf.json_format import MessageToDict
-        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-        line = json.dumps(_collector_json(MessageToDict(encode_spans(spans))),
-                          separators=(",", ":"))
+        line = collector_line(spans)
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
             self.written += len(spans)

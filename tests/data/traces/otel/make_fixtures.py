@@ -26,6 +26,8 @@ import struct
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evalharness.testing.otlp import collector_json
+
 HERE = Path(__file__).resolve().parent
 T0 = 1_714_564_800_000_000_000  # 2024-05-01T12:00:00Z
 MS = 1_000_000
@@ -214,28 +216,6 @@ def expected(spans) -> list[dict]:
 # --- OTLP ------------------------------------------------------------------------------------
 
 
-def _hex_ids(node):
-    """The protobuf JSON mapping (base64 ids, enum names) as the Collector writes OTLP JSON:
-    hex ids and enum numbers."""
-    if isinstance(node, list):
-        return [_hex_ids(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key in ("traceId", "spanId", "parentSpanId"):
-            value = base64.b64decode(value).hex()
-        elif key == "kind" and isinstance(value, str):
-            value = ["SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER",
-                     "SPAN_KIND_CLIENT", "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"].index(value)
-        elif key == "code" and isinstance(value, str):
-            value = ["STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"].index(value)
-        else:
-            value = _hex_ids(value)
-        out[key] = value
-    return out
-
-
 def _snake_0x(node):
     if isinstance(node, list):
         return [_snake_0x(item) for item in node]
@@ -255,7 +235,7 @@ def write_otlp(spans) -> None:
     # The Collector's file exporter, format json: one request per line, hex ids, enum numbers.
     with open(HERE / "otlp.jsonl", "w") as fh:
         for request in requests:
-            fh.write(json.dumps(_hex_ids(MessageToDict(request)), separators=(",", ":")) + "\n")
+            fh.write(json.dumps(collector_json(MessageToDict(request)), separators=(",", ":")) + "\n")
     # The protobuf JSON mapping, pretty-printed, one document (an OTLP/HTTP request body) of
     # the first spans (kept small).
     (HERE / "otlp-protojson.json").write_text(
