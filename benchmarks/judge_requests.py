@@ -63,7 +63,7 @@ def build_inputs(folder: Path, n: int) -> None:
     from evalharness.importing import import_file
     from evalharness.models import Case
 
-    assistant = import_file(SHOP / "assistant.py", "bench_shop")
+    assistant = import_file(SHOP / "assistant", "bench_shop")
 
     base = [json.loads(line) for line in (SHOP / "cases.jsonl").read_text().splitlines()]
     cases, traces = [], []

@@ -19,6 +19,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SHOP = ROOT / "scenarios" / "shop.yaml"
 
 
+def shop_text_elsewhere() -> str:
+    """shop.yaml's text for a copy kept outside ``scenarios/``: its relative paths made
+    absolute, and its system (the ``shop.assistant`` package, found from the scenario's
+    folder) named by the package folder's absolute path."""
+    text = SHOP.read_text(encoding="utf-8")
+    assert "system: shop.assistant:answer" in text
+    text = text.replace("system: shop.assistant:answer", "system: shop/assistant:answer")
+    return text.replace(" shop/", f" {SHOP.parent}/shop/")
+
+
 class CLIResult:
     def __init__(self, proc: subprocess.CompletedProcess) -> None:
         self.code = proc.returncode

@@ -471,3 +471,79 @@ def test_an_edited_system_runs_its_new_code_in_the_same_process(tmp_path):
     assert accuracy("sql", "first") == 1.0
     assert accuracy("blog", "second") == 0.0  # the edit is seen
     assert accuracy("blog", "third") == 0.0
+
+
+def _package_scenario(folder: Path, route: str) -> Path:
+    """A scenario whose system is ``kit.bot:answer``: ``kit`` a namespace package (no
+    ``__init__.py``), ``kit/bot`` a regular one whose router module answers ``route``."""
+    write_jsonl(folder / "cases.jsonl",
+                [{"id": f"c{i}", "question": "q", "gold": {"routes": ["sql"]}} for i in range(3)])
+    write(folder / "kit" / "bot" / "__init__.py", "from .router import answer\n")
+    write(folder / "kit" / "bot" / "router.py", f"""
+        def answer(case):
+            return {{"case_id": case.id, "router": {{"routes": [{route!r}]}}}}
+    """)
+    return write(folder / "pkg.yaml", """
+        name: pkg
+        cases: cases.jsonl
+        system: kit.bot:answer
+        pipeline:
+          router: {routes: {sql: [], blog: []}}
+        evaluators:
+          router: [route_accuracy]
+    """)
+
+
+def _accuracy(scenario: Path, out: Path) -> float:
+    report = evalharness.run_scenario(scenario, out=out, headroom=False)
+    return report.components["router"].metrics["route_accuracy"].mean
+
+
+def test_a_package_system_is_imported_from_its_own_scenario_folder(tmp_path):
+    """Two scenarios in one process, each with its own package of the same name: each runs
+    its own code, not the copy the other imported first."""
+    one = _package_scenario(tmp_path / "one", "sql")
+    two = _package_scenario(tmp_path / "two", "blog")
+    assert _accuracy(one, tmp_path / "o1") == 1.0
+    assert _accuracy(two, tmp_path / "o2") == 0.0
+    assert _accuracy(one, tmp_path / "o3") == 1.0
+
+
+def test_an_edited_package_system_runs_its_new_code_in_the_same_process(tmp_path):
+    """A notebook user edits a module of the system's package and runs again: the package is
+    imported again (any of its files changed), and only then (the same module object)."""
+    scenario = _package_scenario(tmp_path, "sql")
+    assert _accuracy(scenario, tmp_path / "first") == 1.0
+    module = sys.modules["kit.bot"]
+    assert _accuracy(scenario, tmp_path / "again") == 1.0
+    assert sys.modules["kit.bot"] is module  # nothing changed: not imported again
+    (tmp_path / "kit" / "bot" / "router.py").write_text(
+        "def answer(case):\n    return {'case_id': case.id, 'router': {'routes': ['blog']}}\n")
+    assert _accuracy(scenario, tmp_path / "second") == 0.0
+
+
+def test_a_namespace_package_fingerprints_only_the_package_the_system_lives_in(tmp_path):
+    """``kit`` is a namespace package (a plain folder): the resume fingerprint covers
+    ``kit/bot/`` — the package the system names — not every script beside it in ``kit/``."""
+    scenario = _package_scenario(tmp_path, "sql")
+    write(tmp_path / "kit" / "make_data.py", "print('unrelated')\n")
+    inputs = load_scenario(scenario).input_digests
+    assert str(tmp_path / "kit" / "bot" / "router.py") in inputs
+    assert str(tmp_path / "kit" / "bot" / "__init__.py") in inputs
+    assert str(tmp_path / "kit" / "make_data.py") not in inputs
+
+
+def test_import_file_takes_a_package_folder_and_imports_it_again_when_a_module_changes(tmp_path):
+    """A package folder imported under a private name: its modules import each other
+    relatively, and an edit to any of them (not only ``__init__.py``) is seen."""
+    from evalharness.importing import import_file
+
+    write(tmp_path / "bot" / "__init__.py", "from .router import ROUTE\n")
+    write(tmp_path / "bot" / "router.py", "ROUTE = 'sql'\n")
+    first = import_file(tmp_path / "bot", "t")
+    assert first.ROUTE == "sql" and import_file(tmp_path / "bot", "t") is first
+    (tmp_path / "bot" / "router.py").write_text("ROUTE = 'blog'\n")
+    assert import_file(tmp_path / "bot", "t").ROUTE == "blog"
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(ImportError, match="needs an __init__.py"):
+        import_file(tmp_path / "plain", "t")

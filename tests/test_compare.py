@@ -353,7 +353,7 @@ def test_shop_fault_variant_regression_is_significant(shop_runs, tmp_path):
     write_jsonl(tmp_path / "fault.jsonl", traces)
     shop = SHOP.parent / "shop"
     text = SHOP.read_text().replace("name: shop", "name: shop-retriever-fault")
-    text = text.replace("system: shop/assistant.py:answer", f"traces: {tmp_path / 'fault.jsonl'}")
+    text = text.replace("system: shop.assistant:answer", f"traces: {tmp_path / 'fault.jsonl'}")
     for rel in ("cases.jsonl", "catalog.sql", "blog_chunks.jsonl"):
         text = text.replace(f"shop/{rel}", str(shop / rel))
     fault = write(tmp_path / "fault.yaml", text)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_shop_assistant import assistant
 
-from conftest import ROOT, SHOP, run_cli
+from conftest import ROOT, SHOP, run_cli, shop_text_elsewhere
 from evalharness.models import Case
 
 FAULTS = ["router", "text2sql", "retriever", "generator"]
@@ -82,11 +82,11 @@ def test_variant_names_the_degraded_component_as_top_bottleneck(runs, fault):
 def test_baseline_is_unchanged_by_the_fault_option(runs, tmp_path):
     report = _report(runs["baseline"])
     assert report["bottleneck"]["ranking"][0]["component"] == "text2sql"
-    # shop.yaml with an explicit `fault: null` runs the very same assistant
-    text = SHOP.read_text(encoding="utf-8")
-    text = text.replace("system: shop/assistant.py:answer",
-                        "system:\n  callable: shop/assistant.py:answer\n  options: {fault: null}")
-    text = text.replace(" shop/", f" {SHOP.parent / 'shop'}/")
+    # shop.yaml with an explicit `fault: null` runs the very same assistant (copied elsewhere,
+    # it names the package by its path)
+    text = shop_text_elsewhere().replace(
+        f"system: {SHOP.parent}/shop/assistant:answer",
+        f"system:\n  callable: {SHOP.parent}/shop/assistant:answer\n  options: {{fault: null}}")
     assert "options: {fault: null}" in text
     explicit = tmp_path / "shop-no-fault.yaml"
     explicit.write_text(text, encoding="utf-8")

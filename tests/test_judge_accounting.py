@@ -221,7 +221,7 @@ def shop_batches():
     from evalharness.importing import import_file
     from evalharness.models import Case
 
-    assistant = import_file(SHOP.parent / "shop" / "assistant.py", "accounting_shop")
+    assistant = import_file(SHOP.parent / "shop" / "assistant", "accounting_shop")
     cases = [Case.model_validate(json.loads(line)) for line in
              (SHOP.parent / "shop" / "cases.jsonl").read_text().splitlines() if line.strip()]
     traces = {c.id: assistant.answer(c) for c in cases}

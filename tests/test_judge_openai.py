@@ -259,10 +259,9 @@ def stored_records(out) -> list[dict]:
 
 def test_shop_scenario_with_the_openai_backend_gives_the_offline_numbers(server, tmp_path):
     """The shop scenario, judged through the openai backend against the fake server."""
-    from conftest import SHOP
+    from conftest import SHOP, shop_text_elsewhere
 
-    text = SHOP.read_text()
-    text = text.replace("shop/", f"{SHOP.parent}/shop/")
+    text = shop_text_elsewhere()
     assert "backend: heuristic" in text
     text = text.replace("backend: heuristic", f"backend: openai\n  model: fake-judge\n"
                         f"  base_url: {server.base_url}\n  cache: {tmp_path / 'c.sqlite'}")

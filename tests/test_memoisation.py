@@ -263,7 +263,7 @@ def test_the_heuristic_text_caches_change_nothing():
 def test_the_assistants_sentence_vectors_are_the_corpus_vectors():
     from evalharness.importing import import_file
 
-    assistant = import_file(SHOP / "assistant.py", "test_memo_shop")
+    assistant = import_file(SHOP / "assistant", "test_memo_shop")
     corpus = assistant.corpus()
     for sentence in ("Raw denim should rarely be washed.", "Wool coats keep their shape."):
         cached = assistant.sentence_vector(corpus, sentence)

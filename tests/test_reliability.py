@@ -571,11 +571,11 @@ def test_judge_usage_equals_what_the_endpoint_received(tmp_path):
     went uncounted. The shop, judged over HTTP with the cache off, plus one evaluator that keeps
     no records and one that raises after asking: the report's requests (run and oracle reruns)
     equal the fake server's own count."""
-    from conftest import SHOP
+    from conftest import shop_text_elsewhere
     from evalharness.testing.fake_openai import FakeOpenAI
 
     write(tmp_path / "counted.py", COUNTED_PLUGIN)
-    text = SHOP.read_text().replace("shop/", f"{SHOP.parent}/shop/")
+    text = shop_text_elsewhere()
     with FakeOpenAI() as server:
         text = text.replace("backend: heuristic", f"backend: openai\n  model: fake-judge\n"
                             f"  base_url: {server.base_url}\n  cache_mode: 'off'")

@@ -245,3 +245,36 @@ def test_resume_notices_an_edit_to_any_file_of_a_package_system(tmp_path):
     (tmp_path / "bot" / "routes.py").write_text("ROUTES = ['blog']\n")
     res = run_cli("scenario", scenario, "--out", out, "--resume", "--quiet")
     assert res.code == 2 and f"{tmp_path / 'bot' / 'routes.py'} changed since" in res.err, res
+
+
+def test_a_package_folder_path_is_a_system_too(tmp_path):
+    """`system: path/to/package:function` — a package folder named by its path, as a file is
+    (so a scenario copied elsewhere can name the package by an absolute path): it runs, its
+    files are fingerprinted, and a folder that is no package is a clear input error."""
+    write_jsonl(tmp_path / "cases.jsonl",
+                [{"id": f"c{i}", "question": "q", "gold": {"routes": ["sql"]}} for i in range(2)])
+    write(tmp_path / "src" / "bot" / "__init__.py", "from .main import answer\n")
+    write(tmp_path / "src" / "bot" / "main.py", """
+        def answer(case):
+            return {"case_id": case.id, "router": {"routes": ["sql"]}}
+    """)
+    body = """
+        name: pkg
+        cases: cases.jsonl
+        system: {system}
+        pipeline:
+          router: {{routes: {{sql: []}}}}
+        evaluators:
+          router: [route_accuracy]
+    """
+    scenario = write(tmp_path / "pkg.yaml", body.format(system="src/bot:answer"))
+    out = tmp_path / "o"
+    assert run_cli("scenario", scenario, "--out", out, "--quiet").code == 0
+    assert json.loads((out / "report.json").read_text())["components"]["router"]["metrics"][
+        "route_accuracy"]["mean"] == 1.0
+    inputs = json.loads((out / "run.json").read_text())["inputs"]
+    assert str(tmp_path / "src" / "bot" / "main.py") in inputs
+    (tmp_path / "src" / "empty").mkdir()
+    bad = write(tmp_path / "bad.yaml", body.format(system="src/empty:answer"))
+    res = run_cli("validate", bad)
+    assert res.code == 2 and "field `system`" in res.err and "__init__.py" in res.err, res

@@ -70,7 +70,8 @@ def test_the_scenario_is_the_shops_with_absolute_paths(scale, tmp_path):
     shop = yaml.safe_load((ROOT / "scenarios" / "shop.yaml").read_text())
     assert spec["evaluators"] == shop["evaluators"] and spec["gates"] == shop["gates"]
     assert spec["judge"] == {"backend": "heuristic"}
-    assert Path(spec["system"].rpartition(":")[0]).is_absolute()
+    system = Path(spec["system"].rpartition(":")[0])
+    assert system.is_absolute() and (system / "__init__.py").is_file()  # the package folder
     scenario = load_scenario(path)
     assert len(scenario.cases) == 60
 

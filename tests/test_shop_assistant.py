@@ -1,33 +1,19 @@
-"""Tests of the shop scenario's reference assistant (scenarios/shop/assistant.py)."""
+"""Tests of the shop scenario's reference assistant (the package scenarios/shop/assistant/)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 
+from evalharness.importing import import_file
 from evalharness.models import Case, Trace
 
 SHOP = Path(__file__).resolve().parent.parent / "scenarios" / "shop"
 CASES_FILE = SHOP / "cases.jsonl"
 
 
-def _load_assistant() -> ModuleType:
-    name = "shop_assistant_under_test"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SHOP / "assistant.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses need the module registered while executing
-    spec.loader.exec_module(module)
-    return module
-
-
-assistant = _load_assistant()
+assistant = import_file(SHOP / "assistant", "shop_assistant_under_test")
 
 
 def _cases() -> list[Case]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -36,7 +34,7 @@ from evalharness.execution import (
     call_system,
     evaluate_stream,
 )
-from evalharness.importing import import_file
+from evalharness.importing import import_file, import_module, is_path
 from evalharness.lock import RunLock
 from evalharness.models import CaseResult, HeadroomRecord, Trace
 from evalharness.results import Results
@@ -93,22 +91,20 @@ def load_system(scenario: Scenario) -> Callable[..., Any]:
     assert spec is not None
     target, _, func_name = spec.callable.rpartition(":")
     where = f"{scenario.path}, field `system`"
-    if target.endswith(".py"):
+    if is_path(target):
         try:
             module = import_file(scenario.base / target, "evalharness_system")
         except USER_CODE_ERRORS as exc:
             raise ScenarioError(f"{where}: importing {target!r} failed: "
                                 f"{describe(exc)}") from None
     else:
-        base = str(scenario.base)
-        if base not in sys.path:
-            sys.path.insert(0, base)
         try:
-            module = importlib.import_module(target)
+            module = import_module(target, scenario.base)
         except USER_CODE_ERRORS as exc:
             raise ScenarioError(f"{where}: cannot import module {target!r}: "
                                 f"{describe(exc)}. Use `package.module:function` "
-                                "for an importable module or `path/file.py:function`") from None
+                                "for an importable module, `path/file.py:function` or "
+                                "`path/to/package:function`") from None
     func = getattr(module, func_name, None)
     if not callable(func):
         names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]

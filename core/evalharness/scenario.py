@@ -28,6 +28,7 @@ from pydantic import (
 
 from evalharness.context import read_records
 from evalharness.errors import EvalHarnessError, ScenarioError
+from evalharness.importing import is_path, module_sources, path_sources
 from evalharness.judge.base import JudgeConfig
 from evalharness.locate import (
     best_error,
@@ -422,11 +423,11 @@ def load_scenario(
     def resolve(rel: str) -> Path:
         return Path(rel) if Path(rel).is_absolute() else (base / rel).resolve()
 
-    def must_exist(loc: tuple, rel: str, what: str) -> Path:
+    def must_exist(loc: tuple, rel: str, what: str, folder_ok: bool = False) -> Path:
         p = resolve(rel)
-        if p.is_dir():
+        if p.is_dir() and not folder_ok:
             raise problems.error(loc, f"{what} {rel!r} is a directory ({p}); give a file")
-        if not p.is_file():
+        if not (p.is_file() or (folder_ok and p.is_dir())):
             raise problems.error(loc, f"{what} {rel!r} does not exist (looked for {p}); paths "
                                  "are relative to the scenario file")
         return p
@@ -463,14 +464,17 @@ def load_scenario(
     if spec.system is not None:
         system = spec.system if isinstance(spec.system, SystemSpec) else SystemSpec(
             callable=spec.system)
+        loc = ("system", "callable") if isinstance(spec.system, SystemSpec) else ("system",)
         if ":" not in system.callable.strip(":"):
-            loc = ("system", "callable") if isinstance(spec.system, SystemSpec) else ("system",)
-            raise problems.error(loc, f"{system.callable!r} is not `module:function` or "
-                                 "`file.py:function`")
+            raise problems.error(loc, f"{system.callable!r} is not `module:function`, "
+                                 "`file.py:function` or `path/to/package:function`")
         target = system.callable.rsplit(":", 1)[0]
-        if target.endswith(".py"):
-            loc = ("system", "callable") if isinstance(spec.system, SystemSpec) else ("system",)
-            must_exist(loc, target, "system file")
+        if is_path(target):
+            found = must_exist(loc, target, "system file or package folder", folder_ok=True)
+            if found.is_dir() and not (found / "__init__.py").is_file():
+                raise problems.error(loc, f"{target!r} is a folder without an `__init__.py`, "
+                                     "so not a package; name a `.py` file "
+                                     "(`folder/module.py:function`) or a package folder")
     else:
         recorded = spec.traces if isinstance(spec.traces, TracesSpec) else TracesSpec(
             path=spec.traces)
@@ -565,8 +569,8 @@ def load_scenario(
         inputs.append(mapping_file)
     if system is not None:
         target = system.callable.rsplit(":", 1)[0]
-        inputs += ([resolve(target)] if target.endswith(".py")
-                   else system_sources(target, path.parent))
+        inputs += (path_sources(resolve(target)) if is_path(target)
+                   else module_sources(target, path.parent))
     digests = _digests(raw, path, inputs, db_path)
     return Scenario(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
@@ -743,34 +747,6 @@ def _digests(raw: bytes, path: Path, files: list[Path], database: Path | None
         out[str(database)] = hashlib.sha256(
             f"{stat.st_size}\0{stat.st_mtime_ns}".encode()).hexdigest()
     return out
-
-
-def system_sources(module: str, base: Path) -> list[Path]:
-    """The source files of a ``module:function`` system found in the scenario's folder (where
-    it is imported from first): the module's file, or every ``.py`` file of its package, so
-    ``--resume`` notices an edit to any of them. A module found elsewhere (an installed
-    package) is not fingerprinted.
-
-    >>> import tempfile, pathlib
-    >>> base = pathlib.Path(tempfile.mkdtemp())
-    >>> (base / "bot").mkdir(); (base / "bot" / "__init__.py").write_text("")
-    0
-    >>> (base / "bot" / "router.py").write_text("x = 1")
-    5
-    >>> [p.name for p in system_sources("bot.router", base)]
-    ['__init__.py', 'router.py']
-    >>> system_sources("json", base)
-    []
-    """
-    from importlib.machinery import PathFinder
-
-    spec = PathFinder.find_spec(module.split(".")[0], [str(base)])
-    if spec is None:
-        return []
-    if spec.submodule_search_locations:
-        return sorted(p for folder in spec.submodule_search_locations
-                      for p in Path(folder).rglob("*.py") if "__pycache__" not in p.parts)
-    return [Path(spec.origin)] if spec.origin and spec.origin.endswith(".py") else []
 
 
 def _combined(digests: dict[str, str]) -> str:

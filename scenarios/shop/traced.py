@@ -1,6 +1,6 @@
 """The shop assistant instrumented with the OpenTelemetry SDK, its spans exported to a file.
 
-The round trip of docs/traces-roundtrip.md: record what ``assistant.py`` does as an
+The round trip of docs/traces-roundtrip.md: record what the ``assistant`` package does as an
 instrumented application would, import the export with a mapping, and score it.
 ``instrument()`` wraps the assistant's four component functions (``route``, ``text_to_sql``,
 ``retrieve``, ``generate``) the way an auto-instrumentor does, each call a span of its own
@@ -30,9 +30,7 @@ and import the file with ``traces: {path: spans.jsonl, mapping: shop/traces-gena
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -46,6 +44,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
+from evalharness.importing import import_file
 from evalharness.models import Case
 from evalharness.testing.otlp import collector_line
 
@@ -64,16 +63,10 @@ SYSTEM_PROMPT = "Answer the question from the context only."
 
 
 def load_assistant() -> ModuleType:
-    """``assistant.py`` as a module of its own (the scenario's loader keeps its own copy)."""
-    name = "shop_assistant_traced"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "assistant.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The ``assistant`` package as a copy of its own, under a private name: :func:`instrument`
+    patches its functions, which a scenario that runs ``shop.assistant:answer`` in the same
+    process must not see."""
+    return import_file(HERE / "assistant", "shop_traced")
 
 
 # --- the exporter ----------------------------------------------------------------------------
