@@ -21,27 +21,19 @@ factors of the largest size over the smallest, and whether the target is met.
 Target on the reference machine: 10k cases in under 60 s and under 1 GB, growing linearly
 (time and memory growing no faster than the number of cases, with 20 % slack).
 
-The cases (:func:`generate_cases`, deterministic for a seed) are shop-like, not copies:
-
-* the shop's 51 labelled cases, verbatim, with new ids (the hard cases stay in);
-* SQL-only questions from twelve templates (a colour, category, size, material, gender or
-  price bound taken from the catalog itself, mostly from an existing product so that the
-  filters match something) with the gold SQL written from the same slots, so every gold
-  query answers its question; the gold answer is rendered from the gold query's rows;
-* blog-only questions: the shop's 17 blog questions with a light, meaning-preserving change
-  of wording ("Quick question: ...", "... Thanks!"), their relevance labels and answers kept;
-* questions for both routes: a templated SQL question followed by "Also, " and a blog
-  question; gold routes ``[sql, blog]``, the template's gold SQL, the blog question's
-  relevance labels, and the two gold answers joined.
+The cases (:func:`generate_cases`, deterministic for a seed) are shop-like, not copies: the
+shop's 51 labelled cases verbatim (with new ids; the hard cases stay in), then the cases
+``evalharness synth`` writes from the shop's catalog and blog (SQL up a difficulty ladder,
+one- and two-chunk blog questions, both at once, off-topic ones; docs/synth.md), cycled, each
+repeat with a greeting or a thank-you so that no two questions are the same text.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import math
 import os
-import random
 import shutil
 import sqlite3
 import subprocess
@@ -67,240 +59,51 @@ LINEAR_SLACK = 1.2
 # Case generation
 # ---------------------------------------------------------------------------------------------
 
-CATEGORY_WORDS: dict[str, list[str]] = {
-    # Words a customer uses for a catalog category, each meaning exactly that category.
-    "dresses": ["dresses"],
-    "jeans": ["jeans"],
-    "t-shirts": ["t-shirts", "tees", "T-shirts"],
-    "sweaters": ["sweaters", "jumpers", "pullovers"],
-    "jackets": ["jackets"],
-    "coats": ["coats"],
-    "sneakers": ["sneakers", "trainers"],
-    "boots": ["boots"],
-    "scarves": ["scarves"],
-    "bags": ["bags"],
-    "skirts": ["skirts"],
-    "shirts": ["shirts"],
-    "trousers": ["trousers", "pants"],
-}
+POOL = 400
+"""Distinct synthetic cases drawn from the shop's data (``evalharness synth``), cycled with
+light rewording to reach a size."""
 
-NATIONALITY = {"United Kingdom": "British", "France": "French", "United States": "American",
-               "Portugal": "Portuguese", "Norway": "Norwegian", "Italy": "Italian",
-               "Germany": "German", "Sweden": "Swedish", "Japan": "Japanese",
-               "Netherlands": "Dutch"}
-
-MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August",
-               "September", "October", "November", "December"]
-
-PRODUCT_JOINS = ("FROM products p JOIN brands b ON b.brand_id = p.brand_id "
-                 "JOIN categories c ON c.category_id = p.category_id")
-SIZE_JOIN = " JOIN product_sizes s ON s.product_id = p.product_id"
+PREFIXES = ["", "Quick question: ", "Hi! ", "Hello, ", "Hey there, ", "Hi there, ",
+            "Good morning! ", "Sorry to bother you, "]
+SUFFIXES = ["", " Thanks!", " Thank you.", " Cheers!", " Thanks a lot.", " Many thanks!",
+            " Thanks in advance."]
+REWORDINGS = [(p, s) for p in PREFIXES for s in SUFFIXES][1:]
+"""55 greeting/thank-you pairs: the n-th repeat of a case gets the n-th, so no two questions
+of a run of up to 55 x the pool are the same text."""
 
 
-def q(value: str) -> str:
-    """A SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
-
-
-def euros(value: float) -> str:
-    return f"€{value:.2f}"
-
-
-@dataclass
-class Catalog:
-    """What the generator reads from ``catalog.sql``: products, their sizes, brands, orders."""
-
-    conn: sqlite3.Connection
-    products: list[dict[str, Any]]
-    sizes: dict[int, list[str]]  # product id -> sizes in stock
-    countries: list[str]
-    months: list[tuple[int, str]]  # (month number, status) pairs that occur in orders
-
-    @classmethod
-    def load(cls, path: Path = SHOP / "catalog.sql") -> Catalog:
-        conn = sqlite3.connect(":memory:")
-        conn.executescript(path.read_text(encoding="utf-8"))
-        conn.row_factory = sqlite3.Row
-        products = [dict(r) for r in conn.execute(
-            "SELECT p.product_id, p.name, p.colour, p.material, p.price, p.gender, "
-            "b.name AS brand, c.name AS category FROM products p "
-            "JOIN brands b ON b.brand_id = p.brand_id "
-            "JOIN categories c ON c.category_id = p.category_id ORDER BY p.product_id")]
-        sizes: dict[int, list[str]] = {}
-        for r in conn.execute("SELECT product_id, size FROM product_sizes WHERE stock > 0 "
-                              "ORDER BY product_id, size"):
-            sizes.setdefault(r["product_id"], []).append(r["size"])
-        countries = [r[0] for r in conn.execute(
-            "SELECT DISTINCT country FROM brands ORDER BY country")]
-        months = [(int(r[0]), r[1]) for r in conn.execute(
-            "SELECT DISTINCT CAST(substr(ordered_at, 6, 2) AS INTEGER), status FROM orders "
-            "ORDER BY 1, 2")]
-        conn.row_factory = None
-        return cls(conn, products, sizes, countries, months)
-
-    def rows(self, sql: str) -> list[tuple]:
-        return self.conn.execute(sql).fetchall()
-
-
-def _price_bound(price: float, rng: random.Random) -> int:
-    """A round bound just above a product's price (so that product matches)."""
-    step = rng.choice([10, 10, 50])
-    return int(math.ceil((price + 0.01) / step) * step)
-
-
-def _product_list(rows: list[tuple], empty: str) -> str:
-    if not rows:
-        return empty
-    shown = []
-    for row in rows[:5]:
-        name, brand, colour, price = row[0], row[1], row[2], row[3]
-        shown.append(f"the {colour} {name} by {brand} at {euros(price)}")
-    more = f", and {len(rows) - 5} more" if len(rows) > 5 else ""
-    return f"We have {len(rows)}: " + "; ".join(shown) + more + "."
-
-
-def _sql_case(cat: Catalog, rng: random.Random) -> dict[str, Any]:
-    """One templated SQL question: question, gold SQL, gold answer and tags."""
-    product = rng.choice(cat.products)
-    category = product["category"]
-    word = rng.choice(CATEGORY_WORDS[category])
-    template = rng.randrange(12)
-    if template == 0:  # colour + category under a price
-        bound = _price_bound(product["price"], rng)
-        colour = product["colour"]
-        question = rng.choice([f"Do you have {colour} {word} under {bound} euros?",
-                               f"Any {colour} {word} for less than €{bound}?"])
-        sql = (f"SELECT p.name, b.name AS brand, p.colour, p.price {PRODUCT_JOINS} "
-               f"WHERE c.name = {q(category)} AND p.colour = {q(colour)} AND p.price < {bound} "
-               "ORDER BY p.price, p.name")
-        rows = cat.rows(sql)
-        answer = _product_list(rows, f"No, we have no {colour} {word} under €{bound}.")
-        tags = ["price", "colour", category]
-    elif template == 1:  # cheapest in a size, in stock
-        size = rng.choice(cat.sizes.get(product["product_id"]) or ["M"])
-        question = f"Which of your {word} is the cheapest in stock in size {size}?"
-        sql = (f"SELECT p.name, b.name AS brand, p.price, s.stock {PRODUCT_JOINS}{SIZE_JOIN} "
-               f"WHERE c.name = {q(category)} AND s.size = {q(size)} AND s.stock > 0 "
-               "ORDER BY p.price ASC, p.name LIMIT 1")
-        rows = cat.rows(sql)
-        answer = (f"The cheapest {word} in stock in {size} is the {rows[0][0]} by {rows[0][1]} "
-                  f"at {euros(rows[0][2])}, with {rows[0][3]} left." if rows else
-                  f"We have no {word} in stock in size {size}.")
-        tags = ["price", "size", "stock", "cheapest", category]
-    elif template == 2:  # count by colour
-        colour = product["colour"]
-        question = f"How many {colour} {word} do you have?"
-        sql = (f"SELECT COUNT(*) FROM products p JOIN categories c ON c.category_id = "
-               f"p.category_id WHERE c.name = {q(category)} AND p.colour = {q(colour)}")
-        n = cat.rows(sql)[0][0]
-        answer = f"We have {n} {colour} {word}."
-        tags = ["count", "colour", category]
-    elif template == 3:  # most expensive
-        question = rng.choice([f"What are the most expensive {word} you sell?",
-                               f"Which of your {word} costs the most?"])
-        sql = (f"SELECT p.name, b.name AS brand, p.colour, p.price {PRODUCT_JOINS} "
-               f"WHERE c.name = {q(category)} ORDER BY p.price DESC, p.name LIMIT 1")
-        row = cat.rows(sql)[0]
-        answer = f"Our most expensive {word} are the {row[2]} {row[0]} by {row[1]} at {euros(row[3])}."
-        tags = ["price", "most-expensive", category]
-    elif template == 4:  # average price
-        question = f"On average, how much do your {word} cost?"
-        sql = (f"SELECT ROUND(AVG(p.price), 2) AS avg_price, COUNT(*) AS n FROM products p "
-               f"JOIN categories c ON c.category_id = p.category_id WHERE c.name = {q(category)}")
-        avg, n = cat.rows(sql)[0]
-        answer = f"Across our {n} {word} the average price is {euros(avg)}."
-        tags = ["price", "aggregation", category]
-    elif template == 5 and product["material"]:  # material + category
-        material = product["material"]
-        question = f"Which {material} {word} do you have?"
-        sql = (f"SELECT p.name, b.name AS brand, p.colour, p.price {PRODUCT_JOINS} "
-               f"WHERE c.name = {q(category)} AND p.material = {q(material)} "
-               "ORDER BY p.price, p.name")
-        rows = cat.rows(sql)
-        answer = _product_list(rows, f"We have no {material} {word}.")
-        tags = ["material", category]
-    elif template == 6:  # gender + size + price, in stock
-        gender = product["gender"] if product["gender"] != "unisex" else rng.choice(["men", "women"])
-        size = rng.choice(cat.sizes.get(product["product_id"]) or ["M"])
-        bound = _price_bound(product["price"], rng)
-        question = f"Have you got {gender}'s {word} in size {size} for under {bound}?"
-        sql = (f"SELECT p.name, b.name AS brand, p.colour, p.price, s.stock "
-               f"{PRODUCT_JOINS}{SIZE_JOIN} WHERE c.name = {q(category)} "
-               f"AND p.gender IN ({q(gender)}, 'unisex') AND s.size = {q(size)} "
-               f"AND s.stock > 0 AND p.price < {bound} ORDER BY p.price, p.name")
-        rows = cat.rows(sql)
-        answer = _product_list(rows, f"No {gender}'s {word} are in stock in {size} under "
-                                     f"€{bound}.")
-        tags = ["gender", "size", "stock", "price", category]
-    elif template == 7:  # sizes of one product in stock
-        question = f"Which sizes is the {product['colour']} {product['name']} in stock in?"
-        sql = (f"SELECT s.size, s.stock FROM products p JOIN product_sizes s ON s.product_id = "
-               f"p.product_id WHERE p.name = {q(product['name'])} AND p.colour = "
-               f"{q(product['colour'])} AND s.stock > 0 ORDER BY s.size")
-        rows = cat.rows(sql)
-        answer = ("It is in stock in " + ", ".join(f"{s} ({n})" for s, n in rows) + "."
-                  if rows else "It is sold out in every size.")
-        tags = ["size", "stock", category]
-    elif template == 8:  # orders by status and month
-        month, status = rng.choice(cat.months)
-        start, end = f"2026-{month:02d}-01", (f"2026-{month + 1:02d}-01" if month < 12
-                                              else "2027-01-01")
-        question = f"How many orders were {status} in {MONTH_NAMES[month - 1]} 2026?"
-        sql = (f"SELECT COUNT(*) FROM orders WHERE status = {q(status)} AND ordered_at >= "
-               f"{q(start)} AND ordered_at < {q(end)}")
-        n = cat.rows(sql)[0][0]
-        answer = f"{n} orders placed in {MONTH_NAMES[month - 1]} 2026 were {status}."
-        tags = ["orders", "date"]
-    elif template == 9:  # revenue by status and month
-        month, status = rng.choice(cat.months)
-        start, end = f"2026-{month:02d}-01", (f"2026-{month + 1:02d}-01" if month < 12
-                                              else "2027-01-01")
-        question = f"What was the revenue from {status} orders in {MONTH_NAMES[month - 1]} 2026?"
-        sql = ("SELECT ROUND(SUM(oi.quantity * oi.unit_price), 2) AS revenue, "
-               "COUNT(DISTINCT o.order_id) AS n_orders FROM orders o JOIN order_items oi ON "
-               f"oi.order_id = o.order_id WHERE o.status = {q(status)} AND o.ordered_at >= "
-               f"{q(start)} AND o.ordered_at < {q(end)}")
-        revenue, n = cat.rows(sql)[0]
-        answer = (f"{status.capitalize()} orders placed in {MONTH_NAMES[month - 1]} 2026 brought "
-                  f"in {euros(revenue or 0.0)} across {n} orders.")
-        tags = ["orders", "revenue", "date"]
-    elif template == 10:  # brands of a country
-        country = rng.choice(cat.countries)
-        question = f"Which of your brands are {NATIONALITY.get(country, country)}?"
-        sql = f"SELECT name FROM brands WHERE country = {q(country)} ORDER BY name"
-        names = [r[0] for r in cat.rows(sql)]
-        answer = f"Our brands from {country}: {', '.join(names)}."
-        tags = ["brand"]
-    else:  # everything under a price
-        bound = _price_bound(product["price"], rng)
-        question = f"Show me everything you've got for under {bound} euros."
-        sql = (f"SELECT p.name, b.name AS brand, p.colour, p.price {PRODUCT_JOINS} "
-               f"WHERE p.price < {bound} ORDER BY p.price, p.name, p.colour")
-        rows = cat.rows(sql)
-        answer = _product_list(rows, f"Nothing is under €{bound}.")
-        tags = ["price"]
-    return {"question": question, "sql": sql, "answer": answer, "tags": tags}
-
-
-BLOG_PREFIXES = ["", "Quick question: ", "Hi! ", "Hello, ", "Hey there, "]
-BLOG_SUFFIXES = ["", " Thanks!", " Thank you.", " Cheers!"]
-
-
-def _vary(question: str, rng: random.Random) -> str:
-    """A light, meaning-preserving change of wording: a greeting or a thank-you."""
-    prefix, suffix = rng.choice(BLOG_PREFIXES), rng.choice(BLOG_SUFFIXES)
+def _vary(question: str, repeat: int) -> str:
+    """A light, meaning-preserving change of wording (the ``repeat``-th of
+    :data:`REWORDINGS`): a greeting, a thank-you or both."""
+    prefix, suffix = REWORDINGS[(repeat - 1) % len(REWORDINGS)]
     if prefix.endswith(", ") and not question.startswith(("I ", "I'")):
         question = question[0].lower() + question[1:]
     return f"{prefix}{question}{suffix}"
 
 
+@functools.cache
+def synthetic_pool(seed: int = 0) -> list[dict[str, Any]]:
+    """:data:`POOL` cases from the shop's catalog and blog, written by ``evalharness synth``'s
+    offline writer (the customers table left out, as for the shipped synthetic cases)."""
+    from evalharness.context import load_corpus
+    from evalharness.synth import synthesize
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript((SHOP / "catalog.sql").read_text(encoding="utf-8"))
+    result = synthesize(n=POOL, seed=seed, corpus=load_corpus(SHOP / "blog_chunks.jsonl"),
+                        database=conn, skip_tables=["customers"])
+    conn.close()
+    return [c.model_dump(mode="json", exclude_none=True) for c in result.cases]
+
+
 def generate_cases(n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` shop-like cases (see the module docstring), the same for the same ``n`` and seed."""
+    """``n`` shop-like cases, the same for the same ``n`` and seed: the shop's labelled cases
+    verbatim (new ids, tag ``original``), then ``evalharness synth``'s cases from the shop's
+    data, cycled; every repeat of a synthetic case gets a greeting or a thank-you (tag
+    ``reworded``), so no two questions of a run are the same text."""
     base = [json.loads(line) for line in (SHOP / "cases.jsonl").read_text().splitlines()
             if line.strip()]
-    blog = [c for c in base if c["gold"]["routes"] == ["blog"]]
-    cat = Catalog.load()
-    rng = random.Random(seed)
+    pool = synthetic_pool(seed)
     cases: list[dict[str, Any]] = []
     for i in range(n):
         case_id = f"c{i:06d}"
@@ -310,28 +113,13 @@ def generate_cases(n: int, seed: int = 0) -> list[dict[str, Any]]:
             case["tags"] = [*case.get("tags", []), "original"]
             cases.append(case)
             continue
-        kind = rng.choices(["sql", "blog", "both"], weights=[4, 3, 3])[0]
-        if kind == "blog":
-            source = rng.choice(blog)
-            cases.append({"id": case_id, "question": _vary(source["question"], rng),
-                          "gold": dict(source["gold"]),
-                          "tags": [*source.get("tags", []), "reworded"]})
-            continue
-        made = _sql_case(cat, rng)
-        if kind == "sql":
-            cases.append({"id": case_id, "question": made["question"],
-                          "gold": {"routes": ["sql"], "sql": made["sql"], "relevant": None,
-                                   "answer": made["answer"]},
-                          "tags": ["sql-only", "templated", *made["tags"]]})
-            continue
-        source = rng.choice(blog)
-        follow = source["question"]
-        follow = follow if follow.startswith(("I ", "I'")) else follow[0].lower() + follow[1:]
-        cases.append({"id": case_id, "question": f"{made['question']} Also, {follow}",
-                      "gold": {"routes": ["sql", "blog"], "sql": made["sql"],
-                               "relevant": dict(source["gold"]["relevant"]),
-                               "answer": f"{made['answer']} {source['gold']['answer']}"},
-                      "tags": ["both", "templated", *made["tags"], *source.get("tags", [])[1:]]})
+        k = i - len(base)
+        case = json.loads(json.dumps(pool[k % len(pool)]))
+        case["id"] = case_id
+        if k >= len(pool):
+            case["question"] = _vary(case["question"], k // len(pool))
+            case["tags"] = [*case["tags"], "reworded"]
+        cases.append(case)
     return cases
 
 

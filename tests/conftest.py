@@ -142,6 +142,15 @@ def shop_sample(shop_sample_run) -> Path:
 
 
 @pytest.fixture(scope="session")
+def shop_cli_run(tmp_path_factory) -> tuple[CLIResult, Path]:
+    """The whole shop scenario run once per session through the CLI, as a user would
+    (``evalharness scenario scenarios/shop.yaml --out DIR``, oracle headroom included):
+    ``(the CLI's result, the run folder)``. Read it; never write into it."""
+    out = tmp_path_factory.mktemp("shop-cli") / "run"
+    return run_cli("scenario", SHOP, "--out", out), out
+
+
+@pytest.fixture(scope="session")
 def postgres_dsn():
     """A scratch PostgreSQL database: $EVALHARNESS_TEST_POSTGRES_DSN, or a temporary server
     started from this machine's PostgreSQL binaries (initdb, pg_ctl) for the test session."""

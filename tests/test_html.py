@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHOP, run_cli
+from conftest import run_cli
 from evalharness.html import render_html
 from evalharness.models import CaseResult, MetricValue, Report
 
@@ -33,10 +33,9 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 SVG_LEAVES = {"rect", "line", "path", "circle", "polyline", "polygon", "ellipse", "stop"}
 
 
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("html") / "run"
-    res = run_cli("scenario", SHOP, "--out", out, "-q")
+@pytest.fixture
+def shop(shop_cli_run) -> Path:
+    res, out = shop_cli_run  # the session's one CLI run of the shop (conftest)
     assert res.code == 0, res
     return out
 

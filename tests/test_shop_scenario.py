@@ -15,10 +15,9 @@ from evalharness.scenario import load_cases
 DATA = ROOT / "scenarios" / "shop"
 
 
-@pytest.fixture(scope="module")
-def shop_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("shop") / "run"
-    return run_cli("scenario", SHOP, "--out", out), out
+@pytest.fixture
+def shop_run(shop_cli_run):
+    return shop_cli_run  # the session's one CLI run of the shop (conftest)
 
 
 def test_shop_scenario_runs_and_reports_every_component(shop_run):

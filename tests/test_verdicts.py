@@ -296,6 +296,100 @@ def test_written_criteria_override_defaults_and_an_empty_list_opts_out(small):
     assert crit["end_to_end"].criteria == ["router.route_accuracy >= 1"]
 
 
+# --- unanswerable cases (gold.refusal: true) --------------------------------------------------
+
+
+def with_refusal_case(small, generator: str = "[answer_present, answer_correctness]",
+                      verdicts: str = ""):
+    """The small scenario plus u1, an unanswerable case; the generator's evaluators and a
+    `verdicts:` block as given."""
+    cases = [json.loads(x) for x in (small.parent / "cases.jsonl").read_text().splitlines()]
+    cases.append({"id": "u1", "question": "gift cards?",
+                  "gold": {"routes": [], "relevant": {}, "refusal": True}})
+    (small.parent / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    small.write_text(small.read_text().replace("generator: [answer_present]",
+                                               f"generator: {generator}") + verdicts)
+    return load_scenario(small)
+
+
+def gen_result(refusal: bool | None, generator: dict, answer: str | None = "ref"
+               ) -> CaseResult:
+    """A case that the router sent nowhere, with the generator's metric values."""
+    r = result([] if refusal else ["sql"], {"router": {"route_accuracy": 1},
+                                            "text2sql": None if refusal else {"exact_match": 1},
+                                            "generator": generator}, answer=answer)
+    r.case.gold.refusal = refusal
+    return r
+
+
+def test_refusal_cases_get_the_refusal_default_beside_normal_cases(small):
+    crit = criteria_for(with_refusal_case(small))
+    report = crit.report()
+    assert report["generator"].criteria == ["answer_present >= 1"]
+    assert report["generator"].note.startswith("cases with gold.refusal: true: `refusal >= 1` "
+                                               "instead; the `refusal` evaluator was added "
+                                               "automatically: 1 of the scenario's cases")
+    values = {"answer_present": 1, "correctness_f1": 0.9, "refusal": 0}
+    normal, unanswerable = apply(None, [gen_result(None, values), gen_result(True, values)],
+                                 crit)
+    assert normal.verdicts["generator"].status == "pass"
+    assert normal.verdicts["generator"].values == {"answer_present": 1.0}
+    assert normal.end_to_end.status == "pass"
+    assert normal.end_to_end.values == {"generator.correctness_f1": 0.9}
+    assert unanswerable.verdicts["generator"].status == "fail"
+    assert unanswerable.verdicts["generator"].reason == "refusal = 0 (needs >= 1)"
+    assert unanswerable.end_to_end.status == "fail"
+    assert unanswerable.end_to_end.values == {"generator.refusal": 0.0}
+    assert unanswerable.attribution.root_causes == ["generator"]
+    declined = apply(None, [gen_result(True, values | {"refusal": 1, "correctness_f1": 0})],
+                     crit)[0]
+    assert (declined.verdicts["generator"].status, declined.end_to_end.status) == ("pass",
+                                                                                   "pass")
+    assert declined.attribution.kind == "passed"
+    assert ("generator", "refusal") in crit.needed()  # the oracle reruns evaluate it too
+
+
+def test_written_verdicts_win_over_the_refusal_default(small):
+    crit = criteria_for(with_refusal_case(small, verdicts=(
+        "verdicts:\n  generator: answer_present >= 1\n"
+        "  end_to_end: generator.answer_words >= 3\n")))
+    report = crit.report()
+    assert report["generator"].source == "scenario"
+    assert "cases with gold.refusal: true too (a `verdicts:` entry wins over their default " \
+           "`refusal >= 1`)" in report["generator"].note
+    assert "wins over their default `generator.refusal >= 1`" in report["end_to_end"].note
+    r = apply(None, [gen_result(True, {"answer_present": 1, "answer_words": 5, "refusal": 0,
+                                       "correctness_f1": 0})], crit)[0]
+    assert r.verdicts["generator"].status == "pass"
+    assert r.verdicts["generator"].values == {"answer_present": 1.0}
+    assert r.end_to_end.status == "pass"
+    assert r.end_to_end.values == {"generator.answer_words": 5.0}
+
+
+def test_a_generator_without_a_usual_default_is_judged_on_refusal_cases_only(small):
+    crit = criteria_for(with_refusal_case(small, generator="[generation_cost]"))
+    report = crit.report()
+    assert report["generator"].criteria == ["refusal >= 1"]
+    assert report["generator"].source == "default"
+    assert "the other cases get no verdict" in report["generator"].note
+    assert report["end_to_end"].criteria == []
+    assert report["end_to_end"].note.startswith(
+        "cases with gold.refusal: true: `generator.refusal >= 1`; the other cases get none")
+    assert "generator" in crit.judged()
+    normal, unanswerable = apply(None, [
+        gen_result(None, {"latency_ms": 1, "refusal": 1}),
+        gen_result(True, {"latency_ms": 1, "refusal": 1})], crit)
+    assert "generator" not in normal.verdicts and normal.end_to_end is None
+    assert unanswerable.verdicts["generator"].status == "pass"
+    assert unanswerable.end_to_end.status == "pass"
+
+
+def test_without_refusal_cases_nothing_changes(small):
+    before = criteria_for(load_scenario(small)).report()
+    assert all(c.note is None or "refusal" not in c.note for c in before.values())
+    assert all(e.name != "refusal" for e in load_scenario(small).evaluators)
+
+
 # --- validation through the CLI ---------------------------------------------------------------
 
 

@@ -35,6 +35,7 @@ from evalharness.report import (
 from evalharness.runner import Progress, check_resources, load_system, make_judge
 from evalharness.scaffold import init
 from evalharness.scenario import ScenarioFile, load_scenario
+from evalharness.synth.command import synth
 
 EXIT_GATE_FAILED = 1
 EXIT_INPUT = 2
@@ -74,10 +75,12 @@ def cli() -> None:
       evalharness schema trace                            JSON Schema of a trace
       evalharness trec qrels.txt run.txt -m map -m ndcg_cut_10   trec_eval-style
       evalharness traces explain spans.jsonl              recorded spans → components
+      evalharness synth scenarios/shop.yaml --out c.jsonl --n 200   cases from your data
     """
 
 
 cli.add_command(init)
+cli.add_command(synth)
 
 
 class BarProgress(Progress):

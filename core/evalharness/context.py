@@ -77,6 +77,25 @@ class Database:
         return hashlib.sha256(self.path.read_bytes()).hexdigest() if self.path else None
 
 
+def sqlite_affinity(declared: str) -> str:
+    """SQLite's type affinity of a declared column type (section 3.1 of "Datatypes In
+    SQLite"): ``INTEGER``, ``TEXT``, ``BLOB``, ``REAL`` or ``NUMERIC``.
+
+    >>> [sqlite_affinity(t) for t in ("INT", "varchar(20)", "", "DOUBLE", "date")]
+    ['INTEGER', 'TEXT', 'BLOB', 'REAL', 'NUMERIC']
+    """
+    t = declared.upper()
+    if "INT" in t:
+        return "INTEGER"
+    if any(k in t for k in ("CHAR", "CLOB", "TEXT", "STRING")):
+        return "TEXT"
+    if not t or "BLOB" in t:
+        return "BLOB"
+    if any(k in t for k in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
+
+
 def build_sqlite(script: Path, target: Path) -> None:
     """Build a SQLite database at ``target`` from a SQL script (replacing any old file)."""
     target.parent.mkdir(parents=True, exist_ok=True)

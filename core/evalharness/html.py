@@ -11,7 +11,8 @@ through :func:`html.escape` (nothing is ever put into a ``<script>``). A hidden
 rejections and CSP violations, so a headless browser test can assert the page runs cleanly.
 
 Sections: header (judge, cases, gates), the bottleneck (end-to-end failures attributed along
-the pipeline, verdicts per component), scores per component (0–1 metrics as bars with their
+the pipeline, verdicts per component), the slices by tag (pass rates per tag, weakest first),
+scores per component (0–1 metrics as bars with their
 95% CI; other metrics in a table), latency and tokens, routing (the router plugin's
 confusion matrix and calibration), the other plugin sections, and the failed cases with their
 traces.
@@ -35,9 +36,12 @@ from evalharness.models import (
     MetricSummary,
     MetricValue,
     Report,
+    Slice,
+    SliceVerdicts,
     Step,
 )
 from evalharness.report import judge_cell
+from evalharness.slices import SYNTHETIC_TAG, weakest_first
 
 MAX_CASES = 300
 """The failed-cases list shows at most this many cases (the rest are in results.jsonl)."""
@@ -77,8 +81,9 @@ def render_html(report: Report, results: Sequence[CaseResult]) -> str:
     bottleneck = report.bottleneck
     routing = [s for s in report.sections if s.get("plugin") == "evalharness_router"]
     others = [s for s in report.sections if s.get("plugin") != "evalharness_router"]
-    nav = [("overview", "Overview"), ("bottleneck", "Bottleneck"), ("scores", "Scores"),
-           ("cost", "Latency & tokens")]
+    nav = [("overview", "Overview"), ("bottleneck", "Bottleneck"),
+           *([("slices", "Slices")] if report.slices is not None else []),
+           ("scores", "Scores"), ("cost", "Latency & tokens")]
     if routing:
         nav.append(("routing", "Routing"))
     if others:
@@ -87,6 +92,7 @@ def render_html(report: Report, results: Sequence[CaseResult]) -> str:
     body = [
         _header(report, colours),
         _bottleneck_section(bottleneck, report, colours),
+        _slices_section(report),
         _scores_section(report, colours),
         _cost_section(report, colours),
         _routing_section(routing),
@@ -581,6 +587,89 @@ def _verdict_chart(verdicts: dict[str, dict[str, int]], report: Report) -> str:
         x += _text_width(s, 11) + 34
     svg.append("</svg>")
     return "".join(svg)
+
+
+# --------------------------------------------------------------------------------------------
+# Slices by tag
+# --------------------------------------------------------------------------------------------
+
+
+def _slices_section(report: Report) -> str:
+    """One row per slice (the synthetic / hand-written pair first, then the tags, weakest
+    end-to-end pass rate first): cases and each verdict's pass rate with its 95% CI."""
+    s = report.slices
+    if s is None:
+        return ""
+    every = [*(s.origin or []), *s.tags]
+    judged = [c for c in report.components
+              if any(c in x.components and x.components[c].verdicts is not None
+                     for x in every)]
+    total = len(s.tags) + len(s.small) + len(s.beyond_cap) + s.unlisted
+    out = ['<section id="slices" class="card">',
+           f'<h2>Slices by tag <span class="muted">{len(s.tags)} of {total} tags</span></h2>',
+           '<p class="lead">Per-case verdict pass rates (pass / (pass + fail); not applicable '
+           "and errors left out) over the cases that carry each tag, with their 95% bootstrap "
+           f"CI; weakest end-to-end pass rate first. Tags on fewer than {s.min_cases} cases are "
+           "not sliced. Every metric's mean per slice is in report.json "
+           "(<code>slices</code>).</p>"]
+    head = "".join(f"<th>{e(c)}</th>" for c in judged)
+    rows = []
+
+    def row(x: Slice, label: str) -> str:
+        cells = "".join(_slice_cell(x.components[c].verdicts if c in x.components else None)
+                        for c in judged)
+        return (f"<tr><td>{label}</td><td class=\"r\">{x.cases}</td>"
+                f"{_slice_cell(x.end_to_end)}{cells}</tr>")
+
+    for x in s.origin or []:
+        rows.append(row(x, f"<i>{e(x.name)}</i>"))
+    for x in weakest_first(s.tags):
+        rows.append(row(x, e(x.name)))
+    if rows:
+        out.append('<div class="scroll"><table class="tbl compact slices"><thead><tr>'
+                   '<th>slice</th><th class="r">cases</th><th>end to end</th>'
+                   f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    else:
+        out.append(f'<p class="muted">No tag is on {s.min_cases} cases or more.</p>')
+    notes = []
+    if s.origin:
+        notes.append(f"<i>synthetic</i>: the cases tagged <code>{e(SYNTHETIC_TAG)}</code>; "
+                     "<i>hand-written</i>: the others.")
+    if s.untagged:
+        notes.append(f"{s.untagged} cases carry no tag.")
+    if notes:
+        out.append('<p class="muted small">' + " ".join(notes) + "</p>")
+    for title, counts in ((f"Tags on fewer than {s.min_cases} cases", s.small),
+                          (f"Tags beyond the {s.max_tags} most frequent", s.beyond_cap)):
+        if counts:
+            items = ", ".join(f"{e(tag)} <span class=\"muted\">({n})</span>"
+                              for tag, n in counts.items())
+            out.append(f"<details><summary>{e(title)} ({len(counts)}, not sliced)</summary>"
+                       f'<p class="small">{items}</p></details>')
+    if s.unlisted:
+        out.append(f'<p class="muted small">{s.unlisted} more tags, on fewer cases, are only '
+                   "counted.</p>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _slice_cell(v: SliceVerdicts | None) -> str:
+    """A pass rate as a meter, the rate and its CI; the counts in the tooltip.
+
+    >>> _slice_cell(SliceVerdicts(passed=1, failed=3, pass_rate=0.25, ci95=[0.0, 0.75]))
+    '<td title="1 pass, 3 fail, 0 n.a., 0 error"><span class="meter"><span style="width:25%"></span></span>25% <span class="muted">0%–75%</span></td>'
+    """
+    if v is None:
+        return '<td class="muted">—</td>'
+    tip = f"{v.passed} pass, {v.failed} fail, {v.not_applicable} n.a., {v.errors} error"
+    if v.pass_rate is None:
+        text = "n.a." if v.not_applicable and not v.errors else "—"
+        return f'<td class="muted" title="{e(tip)}">{text}</td>'
+    ci = (f' <span class="muted">{e(_pct(v.ci95[0]))}–{e(_pct(v.ci95[1]))}</span>'
+          if v.ci95 else "")
+    width = min(max(v.pass_rate, 0.0), 1.0) * 100
+    return (f'<td title="{e(tip)}"><span class="meter"><span style="width:{width:.0f}%">'
+            f"</span></span>{e(_pct(v.pass_rate))}{ci}</td>")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1690,6 +1779,7 @@ details.criteria summary, details.worst summary, details.reasons summary, detail
 .meter { display: inline-block; width: 60px; height: 6px; background: var(--track);
   border-radius: 3px; margin-right: 8px; vertical-align: middle; overflow: hidden; }
 .meter span { display: block; height: 100%; background: var(--accent); }
+.tbl.slices td { white-space: nowrap; }
 .pill { display: inline-block; padding: 1px 9px; border-radius: 999px; font-size: 12px;
   background: color-mix(in srgb, var(--c) 16%, transparent); color: var(--c);
   border: 1px solid color-mix(in srgb, var(--c) 45%, transparent); margin: 1px 3px 1px 0;

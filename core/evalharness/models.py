@@ -43,6 +43,13 @@ class Gold(_Model):
     answer: str | None = None
     """A reference answer a good system would give."""
 
+    refusal: bool | None = None
+    """Whether a good answer declines. ``true``: nothing in the system's data answers the
+    question (an unanswerable case, usually with ``routes: []`` and ``relevant: {}``), so a
+    good answer declines or says the information is missing, and the generator's default
+    verdict is the ``refusal`` metric; ``false``: the question is answerable, so a refusal is
+    a failure; ``null``: unknown."""
+
     @field_validator("relevant")
     @classmethod
     def _grades_are_non_negative(cls, value: dict[str, int] | None) -> dict[str, int] | None:
@@ -550,14 +557,18 @@ class CriteriaReport(_Model):
 
     criteria: list[str]
     """The criteria, all of which must hold, e.g. ``["recall@5 >= 0.5"]`` (``component.metric``
-    form for ``end_to_end``); empty when the component gets no verdict."""
+    form for ``end_to_end``); empty when the component gets no verdict. A component judged on
+    unanswerable cases (``gold.refusal: true``) only lists their criteria, and its note says
+    so."""
 
     source: Literal["scenario", "default", "none"]
     """``scenario`` when written under ``verdicts:``, ``default`` when chosen for the
     component's kind from its configured metrics, ``none`` when there is no usable criterion."""
 
     note: str | None = None
-    """What else applies, e.g. the end-to-end fallback for cases without a reference answer."""
+    """What else applies, e.g. the end-to-end fallback for cases without a reference answer,
+    the criteria of unanswerable cases (``gold.refusal: true``) when they differ, or the
+    ``refusal`` evaluator added because of them."""
 
 
 class RankedComponent(_Model):
@@ -731,6 +742,109 @@ class Bottleneck(_Model):
     ``--no-headroom``; an interrupted run), or a remark on it."""
 
 
+class SliceVerdicts(_Model):
+    """The per-case verdicts of one component (or end to end) over the cases of a slice,
+    counted as the bottleneck counts them."""
+
+    passed: int
+    """Cases whose verdict is ``pass``."""
+
+    failed: int
+    """Cases whose verdict is ``fail``."""
+
+    not_applicable: int = 0
+    """Cases whose verdict is ``not_applicable`` (not in the pass rate)."""
+
+    errors: int = 0
+    """Cases whose verdict is ``error`` (not in the pass rate)."""
+
+    pass_rate: float | None = None
+    """``passed / (passed + failed)``; ``null`` when no case of the slice passes or fails."""
+
+    ci95: list[float] | None = None
+    """95% percentile-bootstrap interval of ``pass_rate`` over the slice's cases (see
+    :class:`Slice`); ``null`` below 2 cases that pass or fail."""
+
+
+class SliceMetric(_Model):
+    """One per-case metric over the cases of a slice where it was computed."""
+
+    mean: float
+    """Mean of the computed values."""
+
+    ci95: list[float] | None = None
+    """95% percentile-bootstrap interval of ``mean`` (see :class:`Slice`); ``null`` below 2
+    values."""
+
+    n: int
+    """Cases of the slice with a computed value."""
+
+
+class SliceComponent(_Model):
+    """One component over the cases of a slice."""
+
+    verdicts: SliceVerdicts | None = None
+    """Its per-case verdicts; ``null`` when the component gets no verdict (no criterion)."""
+
+    metrics: dict[str, SliceMetric] = Field(default_factory=dict)
+    """Metric name -> its mean over the slice, for the per-case metrics computed for at least
+    one case of the slice (run-level metrics, such as a macro-F1, are not sliced)."""
+
+
+class Slice(_Model):
+    """The cases carrying one tag (or one side of the synthetic / hand-written pair), with
+    the report's per-case statistics recomputed over them. Every interval of a slice comes
+    from the same 2000 resamples of its cases (``stats.bootstrap_sums``, seeded by the
+    slice's name): a ratio per resample (passes over decided cases, or the sum of a metric's
+    values over the cases that have one), resamples where it is undefined left out."""
+
+    name: str
+    """The tag; ``synthetic`` or ``hand-written`` for the pair in ``Slices.origin``."""
+
+    cases: int
+    """Cases of the run in the slice."""
+
+    end_to_end: SliceVerdicts | None = None
+    """The end-to-end verdicts; ``null`` when no case of the run has one."""
+
+    components: dict[str, SliceComponent] = Field(default_factory=dict)
+    """Component name -> its verdicts and metric means over the slice, in pipeline order."""
+
+
+class Slices(_Model):
+    """The run sliced by case tag (``Case.tags``); see docs/slices.md."""
+
+    min_cases: int
+    """A tag needs at least this many cases of the run to be sliced (``slices.MIN_CASES``);
+    smaller tags are only counted, in ``small``."""
+
+    max_tags: int
+    """At most this many tags are sliced, the most frequent (``slices.MAX_TAGS``); the rest
+    are counted in ``beyond_cap``."""
+
+    tags: list[Slice] = Field(default_factory=list)
+    """One slice per tag with at least ``min_cases`` cases, most frequent first (ties by
+    tag), at most ``max_tags``."""
+
+    origin: list[Slice] | None = None
+    """The pseudo-slice pair: cases not tagged ``synthetic`` (``hand-written``), then cases
+    tagged ``synthetic``; ``null`` unless both are non-empty."""
+
+    small: dict[str, int] = Field(default_factory=dict)
+    """Tags with fewer than ``min_cases`` cases -> their count, most frequent first (ties by
+    tag)."""
+
+    beyond_cap: dict[str, int] = Field(default_factory=dict)
+    """Tags with enough cases that the cap left out -> their count, most frequent first."""
+
+    unlisted: int = 0
+    """Distinct tags in neither ``small`` nor ``beyond_cap`` nor ``tags``: the two lists hold at
+    most ``slices.MAX_LISTED`` tags together, the most frequent."""
+
+    untagged: int = 0
+    """Cases of the run without any tag (in no tag's slice)."""
+
+
 class Report(_Model):
     """``report.json``: enough to read, reproduce and compare a run."""
 
@@ -775,6 +889,11 @@ class Report(_Model):
     bottleneck: Bottleneck | None = None
     """Failure attribution along the pipeline; ``null`` when no case has an end-to-end
     verdict."""
+
+    slices: Slices | None = None
+    """The run sliced by case tag: per tag (and synthetic vs hand-written), the cases, the
+    verdict pass rates and the metric means with bootstrap CIs; ``null`` when no case of the
+    run has a tag."""
 
     sections: list[dict[str, Any]] = Field(default_factory=list)
     """Extra report sections contributed by plugins."""

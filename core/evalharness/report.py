@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from evalharness import __version__, attribution, oracle, verdicts
+from evalharness import __version__, attribution, oracle, slices, verdicts
 from evalharness.judge.base import Usage
 from evalharness.models import (
     Bottleneck,
@@ -27,6 +27,8 @@ from evalharness.models import (
     MetricSummary,
     MetricValue,
     Report,
+    Slice,
+    SliceVerdicts,
     Step,
 )
 from evalharness.registry import ReportSection
@@ -96,6 +98,8 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         gates=gates,
         verdict_criteria=criteria.report(),
         bottleneck=tally.bottleneck.summary(),
+        slices=tally.slices.summary({(c, m): t.values for c, tallies in tally.metrics.items()
+                                     for m, t in tallies.items()}),
         warnings=[*getattr(outcome, "warnings", []),
                   *getattr(outcome.context.judge, "warnings", []),
                   *_trace_warnings(scenario.trace_source),
@@ -177,6 +181,8 @@ class RunTally:
         self.usage = Usage(prices)
         self.gates = [GateTally(gate) for gate in scenario.gates]
         self.bottleneck = attribution.BottleneckTally(judged)
+        self.slices = slices.SliceTally(
+            order, judged, [(c, m) for c in order for m in self.metrics[c]])
         self.warnings = WarningTally(scenario)
 
     def system_error_warning(self) -> list[str]:
@@ -220,6 +226,7 @@ class RunTally:
         for gate in self.gates:
             gate.add(r)
         self.bottleneck.add(r)
+        self.slices.add(r)
         self.warnings.add(r)
 
 
@@ -652,6 +659,8 @@ def render_markdown(report: Report) -> str:
                 lines.append(f"- `{name}.{metric}` × {count}: {md_text(reason)}")
     if report.bottleneck is not None:
         lines += ["", *render_bottleneck(report)]
+    if report.slices is not None:
+        lines += ["", *render_slices(report)]
     lines += ["", "## Latency and tokens per component", "",
               "| component | ran | mean ms | p50 ms | p95 ms | share of latency | tokens "
               "(prompt / completion) | share of tokens | judge requests / cache hits / "
@@ -866,6 +875,80 @@ def render_bottleneck(report: Report) -> list[str]:
             for w in cases:
                 lines.append(f"- `{md_text(w.case)}`: {md_text(w.reason)}")
             lines.append("")
+        lines.pop()
+    return lines
+
+
+def slice_cell(v: SliceVerdicts | None) -> str:
+    """A slice's pass rate with its CI, for a table cell.
+
+    >>> slice_cell(SliceVerdicts(passed=3, failed=1, pass_rate=0.75, ci95=[0.25, 1.0]))
+    '75% (25–100%)'
+    >>> slice_cell(SliceVerdicts(passed=0, failed=0, not_applicable=4)), slice_cell(None)
+    ('n.a.', '—')
+    """
+    if v is None:
+        return "—"
+    if v.pass_rate is None:
+        return "n.a." if v.not_applicable and not v.errors else "—"
+    return pct(v.pass_rate) + (f" ({pct_ci(v.ci95)})" if v.ci95 else "")
+
+
+def tag_counts(counts: dict[str, int], limit: int = 40) -> str:
+    """Tags with their counts, at most ``limit`` of them.
+
+    >>> tag_counts({"a": 3, "<b>": 2, "c": 1}, limit=2)
+    'a (3), &lt;b> (2) and 1 more'
+    """
+    shown = ", ".join(f"{md_text(tag)} ({n})" for tag, n in list(counts.items())[:limit])
+    return shown + (f" and {len(counts) - limit} more" if len(counts) > limit else "")
+
+
+def render_slices(report: Report) -> list[str]:
+    """The report.md section on slices: one row per slice, weakest end-to-end pass rate
+    first (the synthetic / hand-written pair on top); the per-metric means are in
+    report.json."""
+    s = report.slices
+    judged = [c for c in report.components if any(
+        x.components.get(c) is not None and x.components[c].verdicts is not None
+        for x in [*s.tags, *(s.origin or [])])]
+    total = len(s.tags) + len(s.small) + len(s.beyond_cap) + s.unlisted
+    lines = ["## Slices by tag", "",
+             "Per-case verdict pass rates (pass / (pass + fail); not-applicable and error "
+             "verdicts left out) over the cases that carry each tag, with seeded bootstrap "
+             "95% CIs over those cases, weakest end-to-end pass rate first "
+             f"(docs/slices.md). {len(s.tags)} of {total} tags have at least {s.min_cases} "
+             "cases" + (f" (at most {s.max_tags} are sliced)" if s.beyond_cap else "")
+             + "; the mean of every metric per slice is in report.json (`slices`).", "",
+             "| slice | cases | end to end | " + " | ".join(judged) + " |",
+             "|---|---:|---|" + "---|" * len(judged)]
+
+    def row(x: Slice, label: str) -> str:
+        cells = [slice_cell(x.components[c].verdicts if c in x.components else None)
+                 for c in judged]
+        return (f"| {label} | {x.cases} | {slice_cell(x.end_to_end)} | "
+                + " | ".join(cells) + " |")
+
+    for x in s.origin or []:
+        lines.append(row(x, f"*{x.name}*"))
+    for x in slices.weakest_first(s.tags):
+        lines.append(row(x, md_text(x.name)))
+    if not s.tags and not s.origin:
+        lines.append(f"| *(no tag has {s.min_cases} cases)* | | |" + " |" * len(judged))
+    lines.append("")
+    if s.origin:
+        lines.append(f"- *synthetic*: the cases tagged `{slices.SYNTHETIC_TAG}`; "
+                     "*hand-written*: the others.")
+    if s.small:
+        lines.append(f"- Fewer than {s.min_cases} cases (not sliced): {tag_counts(s.small)}.")
+    if s.beyond_cap:
+        lines.append(f"- Beyond the {s.max_tags} most frequent tags (not sliced): "
+                     f"{tag_counts(s.beyond_cap)}.")
+    if s.unlisted:
+        lines.append(f"- {s.unlisted} more tags, on fewer cases, are only counted.")
+    if s.untagged:
+        lines.append(f"- {n_cases(s.untagged)} without a tag.")
+    if lines[-1] == "":
         lines.pop()
     return lines
 

@@ -173,12 +173,14 @@ class ScenarioFile(_Strict):
     description: str = ""
     """What the scenario evaluates."""
 
-    cases: str | list[Case]
-    """A JSONL file of cases (relative to the scenario file), or the cases inline."""
+    cases: str | list[Case] | None = None
+    """A JSONL file of cases (relative to the scenario file), or the cases inline. Required
+    to run; ``evalharness synth`` reads a scenario without it (it writes the cases)."""
 
     system: str | SystemSpec | None = None
     """The system under test: ``module:function``, ``file.py:function``, or a mapping with
-    ``callable`` and ``options``. Exactly one of ``system`` and ``traces``."""
+    ``callable`` and ``options``. Exactly one of ``system`` and ``traces`` (neither, for
+    ``evalharness synth``)."""
 
     traces: str | TracesSpec | None = None
     """Recorded traces instead of a system: a JSONL file of our traces (or a previous run's
@@ -227,7 +229,7 @@ class ScenarioFile(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> ScenarioFile:
-        if (self.system is None) == (self.traces is None):
+        if self.system is not None and self.traces is not None:
             raise ValueError(
                 "give exactly one of `system` (a callable to run) and `traces` (a JSONL file "
                 "of recorded traces)"
@@ -318,6 +320,8 @@ class ConfiguredEvaluator:
     """Its run-level metrics (one value per run; see ``Evaluator.run_metrics``)."""
     budget_s: float | None = None
     """Seconds it may spend per case (the core's ``budget_s`` setting, any evaluator)."""
+    added: str | None = None
+    """Why the core added it although the scenario does not list it (``None``: listed)."""
 
 
 @dataclass
@@ -394,8 +398,14 @@ def load_scenario(
     judge_backend: str | None = None,
     judge_overrides: dict[str, Any] | None = None,
     host: PluginHost | None = None,
+    purpose: Literal["run", "synth"] = "run",
 ) -> Scenario:
-    """Read and validate a scenario file; raise :class:`ScenarioError` on the first problem."""
+    """Read and validate a scenario file; raise :class:`ScenarioError` on the first problem.
+
+    ``purpose="synth"`` reads a scenario for ``evalharness synth``: ``cases`` (written by
+    synth) and ``system``/``traces`` may be missing; everything present is checked as for a
+    run.
+    """
     path = Path(path)
     if not path.is_file():
         raise ScenarioError(f"scenario file {str(path)!r} does not exist; give the path to a "
@@ -445,7 +455,14 @@ def load_scenario(
         host = load_plugins(plugin_files)
 
     # Cases.
-    if isinstance(spec.cases, str):
+    if purpose == "run" and spec.cases is None:
+        raise problems.error(("cases",), "required field is missing; give a JSONL file of "
+                             "cases (`cases: cases.jsonl`) or the cases inline — no cases "
+                             "yet? `evalharness synth` writes some from the corpus and the "
+                             "database")
+    if spec.cases is None:
+        cases = []
+    elif isinstance(spec.cases, str):
         cases = load_cases(must_exist(("cases",), spec.cases, "cases file"))
     else:
         cases = list(spec.cases)
@@ -455,8 +472,11 @@ def load_scenario(
                 raise problems.error(("cases", i, "id"), f"duplicate case id {case.id!r} (also "
                                      f"cases[{seen[case.id]}]); case ids must be unique")
             seen[case.id] = i
-    if not cases:
+    if not cases and purpose == "run":
         raise problems.error(("cases",), "the scenario has no cases; add at least one")
+    if purpose == "run" and spec.system is None and spec.traces is None:
+        raise problems.error((), "give exactly one of `system` (a callable to run) and "
+                             "`traces` (a JSONL file of recorded traces)")
 
     # System or traces.
     system = None
@@ -475,7 +495,7 @@ def load_scenario(
                 raise problems.error(loc, f"{target!r} is a folder without an `__init__.py`, "
                                      "so not a package; name a `.py` file "
                                      "(`folder/module.py:function`) or a package folder")
-    else:
+    elif spec.traces is not None:
         recorded = spec.traces if isinstance(spec.traces, TracesSpec) else TracesSpec(
             path=spec.traces)
         traces_loc = ("traces", "path") if isinstance(spec.traces, TracesSpec) else ("traces",)
@@ -524,6 +544,7 @@ def load_scenario(
 
     # Evaluators.
     configured = _configure_evaluators(spec, pipeline, host, problems)
+    configured += _refusal_evaluators(cases, pipeline, host, configured)
 
     # Gates.
     gates = []
@@ -679,6 +700,37 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
             out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
                                            metrics, evaluator, run_metrics,
                                            float(budget) if budget is not None else None))
+    return out
+
+
+REFUSAL = "refusal"
+"""The generator evaluator (and its metric) that scores unanswerable cases
+(``gold.refusal: true``); their default verdict reads it (docs/bottleneck.md)."""
+
+
+def _refusal_evaluators(cases: list[Case], pipeline: Pipeline, host: PluginHost,
+                        configured: list[ConfiguredEvaluator]) -> list[ConfiguredEvaluator]:
+    """The ``refusal`` evaluator, with its default settings, for every generator component
+    that does not list it, when a case has ``gold.refusal: true``; none when no plugin
+    registers it (the verdict criteria's note says so then)."""
+    refusals = sum(1 for case in cases if case.gold.refusal is True)
+    registered = host.registry.evaluator("generator", REFUSAL)
+    if not refusals or registered is None:
+        return []
+    evaluator = registered.item
+    settings = evaluator.settings.model_validate({})
+    metrics = evaluator.metric_names(settings)
+    out = []
+    for component in pipeline.order:
+        if pipeline.kind(component) != "generator" or any(
+                e.component == component and (e.name == REFUSAL or set(metrics) & set(e.metrics))
+                for e in configured):
+            continue
+        out.append(ConfiguredEvaluator(
+            component, REFUSAL, registered.plugin, settings, metrics, evaluator,
+            evaluator.run_metric_names(settings),
+            added=f"added automatically: {refusals} of the scenario's cases have "
+                  f"gold.refusal: true and `evaluators.{component}` does not list it"))
     return out
 
 

@@ -4,8 +4,12 @@ A component's verdict comes from its criteria — ``metric OP number``, all of w
 — read on the case's own metric values. The criteria are the scenario's ``verdicts:`` entry
 for the component, else a default for the component's kind built from the metrics that are
 configured (:func:`default_criteria`). The end-to-end verdict compares the answer with the
-reference answer when there is one, else it is the final component's verdict. See
-docs/bottleneck.md.
+reference answer when there is one, else it is the final component's verdict.
+
+An unanswerable case (``gold.refusal: true``) is judged by whether the answer declines: its
+default criterion for a generator with the ``refusal`` metric, and its default end-to-end
+criterion, is ``refusal >= 1`` (:func:`refusal_criteria`); a ``verdicts:`` entry still wins.
+See docs/bottleneck.md.
 """
 
 from __future__ import annotations
@@ -15,9 +19,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evalharness.attribution import attribute, gold_path, upstream
-from evalharness.models import CaseResult, CriteriaReport, MetricValue, Verdict
+from evalharness.models import Case, CaseResult, CriteriaReport, MetricValue, Verdict
 from evalharness.pipeline import Pipeline
-from evalharness.scenario import END_TO_END, Gate, Scenario, parse_criterion, parse_gate
+from evalharness.scenario import (
+    END_TO_END,
+    REFUSAL,
+    Gate,
+    Scenario,
+    parse_criterion,
+    parse_gate,
+)
 
 E2E_DEFAULT_METRIC = "correctness_f1"
 """The metric of the default end-to-end criterion (on the final component)."""
@@ -35,9 +46,24 @@ class ComponentCriteria:
     criteria: list[Gate]
     source: str  # "scenario", "default" or "none"
     note: str | None = None
+    refusal: list[Gate] | None = None
+    """The criteria of the cases with ``gold.refusal: true`` when they are not ``criteria``
+    (the default for unanswerable cases, ``refusal >= 1``); ``None``: the same."""
 
-    def report(self) -> CriteriaReport:
-        return CriteriaReport(criteria=[c.name for c in self.criteria], source=self.source,
+    def for_case(self, case: Case) -> list[Gate]:
+        """The criteria that judge ``case`` (empty: it gets no verdict here)."""
+        if self.refusal is not None and case.gold.refusal is True:
+            return self.refusal
+        return self.criteria
+
+    def all(self) -> list[Gate]:
+        """Every criterion any case may be judged by."""
+        return [*self.criteria, *(self.refusal or [])]
+
+    def report(self, *, listed: bool = False) -> CriteriaReport:
+        """``listed``: a component judged on unanswerable cases only lists their criteria."""
+        shown = self.criteria or (self.refusal or [] if listed else [])
+        return CriteriaReport(criteria=[c.name for c in shown], source=self.source,
                               note=self.note)
 
 
@@ -53,19 +79,19 @@ class Criteria:
     def report(self) -> dict[str, CriteriaReport]:
         """For report.json's ``verdict_criteria``: components in pipeline order, then
         ``end_to_end``."""
-        out = {name: c.report() for name, c in self.components.items()}
+        out = {name: c.report(listed=True) for name, c in self.components.items()}
         out[END_TO_END] = self.end_to_end.report()
         return out
 
     def judged(self) -> list[str]:
-        """Components that get a verdict, in pipeline order."""
-        return [name for name, c in self.components.items() if c.criteria]
+        """Components that get a verdict (on some cases at least), in pipeline order."""
+        return [name for name, c in self.components.items() if c.all()]
 
     def needed(self) -> set[tuple[str, str]]:
         """(component, metric) of every criterion: what the verdicts read, and all that the
         oracle reruns evaluate."""
-        gates = [g for c in self.components.values() for g in c.criteria]
-        return {(g.component, g.metric) for g in [*gates, *self.end_to_end.criteria]}
+        gates = [g for c in self.components.values() for g in c.all()]
+        return {(g.component, g.metric) for g in [*gates, *self.end_to_end.all()]}
 
 
 def default_criteria(kind: str, metrics: Iterable[str]) -> list[str]:
@@ -101,6 +127,18 @@ def default_criteria(kind: str, metrics: Iterable[str]) -> list[str]:
     return []
 
 
+def refusal_criteria(kind: str, metrics: Iterable[str]) -> list[str]:
+    """The default criteria of a component kind for unanswerable cases (``gold.refusal:
+    true``): the answer must decline. Empty when the kind keeps its usual default for them.
+
+    >>> refusal_criteria("generator", ["faithfulness", "refusal"])
+    ['refusal >= 1']
+    >>> refusal_criteria("generator", ["faithfulness"]), refusal_criteria("router", ["refusal"])
+    ([], [])
+    """
+    return [f"{REFUSAL} >= 1"] if kind == "generator" and REFUSAL in set(metrics) else []
+
+
 def final_component(pipeline: Pipeline) -> str | None:
     """The component whose output is the answer: the last component (in pipeline order) that
     no other consumes, preferring a generator.
@@ -121,42 +159,94 @@ def criteria_for(scenario: Scenario) -> Criteria:
     pipeline = scenario.pipeline
     components: dict[str, ComponentCriteria] = {}
     for name in pipeline.order:
+        kind = pipeline.kind(name)
         metrics = [m for e in scenario.evaluators_on(name) for m in e.metrics]
+        refusal = [parse_criterion(t, name) for t in refusal_criteria(kind, metrics)]
         if name in scenario.verdicts:
             written = scenario.verdicts[name]
             components[name] = ComponentCriteria(
-                written, "scenario" if written else "none",
-                None if written else "`verdicts:` gives it no criterion")
+                written, "scenario" if written else "none", _refusal_note(
+                    scenario, name, None if written else "`verdicts:` gives it no criterion",
+                    refusal, written=True))
             continue
-        defaults = [parse_criterion(t, name) for t in default_criteria(pipeline.kind(name),
-                                                                      metrics)]
+        defaults = [parse_criterion(t, name) for t in default_criteria(kind, metrics)]
         if defaults:
-            components[name] = ComponentCriteria(defaults, "default")
-        else:
             components[name] = ComponentCriteria(
-                [], "none", f"no default for kind {pipeline.kind(name)!r} with its configured "
-                "metrics, and no `verdicts:` entry")
+                defaults, "default", _refusal_note(scenario, name, None, refusal),
+                refusal or None)
+        elif refusal:
+            components[name] = ComponentCriteria(
+                [], "default", _refusal_note(
+                    scenario, name, f"the other cases get no verdict: no default for kind "
+                    f"{kind!r} with its configured metrics, and no `verdicts:` entry", refusal),
+                refusal)
+        else:
+            components[name] = ComponentCriteria([], "none", _refusal_note(
+                scenario, name, f"no default for kind {kind!r} with its configured metrics, "
+                "and no `verdicts:` entry", refusal))
     final = final_component(pipeline)
     fallback = (f"cases without a reference answer (gold.answer) whose criterion cannot be "
                 f"computed: the verdict of {final}" if final and components[final].criteria
                 else None)
+    final_metrics = [m for e in scenario.evaluators_on(final) for m in e.metrics] if final \
+        else []
+    refusal = [parse_gate(f"{final}.{t}")
+               for t in refusal_criteria(pipeline.kind(final), final_metrics)] if final else []
+    for_refusals = (f"cases with gold.refusal: true: "
+                    f"{' and '.join(f'`{g.name}`' for g in refusal)}") if refusal else None
     if END_TO_END in scenario.verdicts:
         written = scenario.verdicts[END_TO_END]
-        e2e = (ComponentCriteria(written, "scenario", fallback) if written else
+        too = (f"cases with gold.refusal: true too (a `verdicts:` entry wins over their default "
+               f"`{refusal[0].name}`)") if refusal else None
+        e2e = (ComponentCriteria(written, "scenario", _join(fallback, too)) if written else
                ComponentCriteria([], "none", "`verdicts:` gives it no criterion"))
+    elif E2E_DEFAULT_METRIC in final_metrics:
+        e2e = ComponentCriteria(
+            [parse_gate(f"{final}.{E2E_DEFAULT_METRIC} >= {E2E_DEFAULT_THRESHOLD}")],
+            "default", _join(fallback, for_refusals and f"{for_refusals} instead"),
+            refusal or None)
+    elif fallback:
+        e2e = ComponentCriteria([], "default", _join(
+            for_refusals, f"the verdict of {final} for every {'other ' if refusal else ''}case"),
+            refusal or None)
+    elif refusal:
+        e2e = ComponentCriteria([], "default", _join(
+            for_refusals, f"the other cases get none: {final} has no verdict for them"), refusal)
     else:
-        final_metrics = [m for e in scenario.evaluators_on(final) for m in e.metrics] if final \
-            else []
-        if E2E_DEFAULT_METRIC in final_metrics:
-            e2e = ComponentCriteria(
-                [parse_gate(f"{final}.{E2E_DEFAULT_METRIC} >= {E2E_DEFAULT_THRESHOLD}")],
-                "default", fallback)
-        elif fallback:
-            e2e = ComponentCriteria([], "default", f"the verdict of {final} for every case")
-        else:
-            e2e = ComponentCriteria([], "none", "no end-to-end criterion, and the final "
-                                    "component has no verdict")
+        e2e = ComponentCriteria([], "none", "no end-to-end criterion, and the final "
+                                "component has no verdict")
     return Criteria(components, e2e, final, pipeline)
+
+
+def _join(*notes: str | None) -> str | None:
+    """Notes joined with ``; ``, those that are ``None`` left out.
+
+    >>> _join("a", None, "b"), _join(None)
+    ('a; b', None)
+    """
+    return "; ".join(n for n in notes if n) or None
+
+
+def _refusal_note(scenario: Scenario, component: str, note: str | None, refusal: list[Gate],
+                  *, written: bool = False) -> str | None:
+    """``note``, with what judges the unanswerable cases (``gold.refusal: true``) on this
+    component, and whether the core added the ``refusal`` evaluator."""
+    if refusal and written:
+        case = (f"cases with gold.refusal: true too (a `verdicts:` entry wins over their default "
+                f"`{refusal[0].name}`)")
+    elif refusal:
+        case = (f"cases with gold.refusal: true: "
+                f"{' and '.join(f'`{g.name}`' for g in refusal)}"
+                + ("" if note else " instead"))
+    elif scenario.pipeline.kind(component) == "generator" and any(
+            c.gold.refusal is True for c in scenario.cases):
+        case = (f"cases with gold.refusal: true are judged like the others: no `{REFUSAL}` "
+                "evaluator is registered (is the evalharness_generation plugin loaded?)")
+    else:
+        case = None
+    added = [f"the `{e.name}` evaluator was {e.added}"
+             for e in scenario.evaluators_on(component) if e.added]
+    return _join(case, note, *added) if refusal and not written else _join(note, case, *added)
 
 
 def _num(value: float) -> str:
@@ -225,11 +315,12 @@ def end_to_end_verdict(result: CaseResult, criteria: Criteria,
     if result.trace.error:
         return Verdict(status="error", reason=f"the system failed for this case: "
                        f"{result.trace.error}")
-    if not criteria.end_to_end.criteria:
+    own = criteria.end_to_end.for_case(result.case)
+    if not own:
         return _relabel(fallback, criteria.final, None) if fallback else None
     metrics = {f"{name}.{m}": v for name, comp in result.components.items()
                for m, v in comp.metrics.items()}
-    verdict = check(criteria.end_to_end.criteria, metrics, qualified=True)
+    verdict = check(own, metrics, qualified=True)
     if verdict.status == "error" and result.case.gold.answer is None and fallback is not None:
         return _relabel(fallback, criteria.final, "no reference answer")
     return verdict
@@ -255,10 +346,9 @@ def apply(scenario: Scenario | None, results: Sequence[CaseResult],
     ups = upstream(criteria.pipeline)
     for result in results:
         path = gold_path(criteria.pipeline, result)
-        result.verdicts = {
-            name: component_verdict(result, name, criteria.components[name].criteria,
-                                    name in path)
-            for name in judged}
+        own = {name: criteria.components[name].for_case(result.case) for name in judged}
+        result.verdicts = {name: component_verdict(result, name, own[name], name in path)
+                           for name in judged if own[name]}
         result.end_to_end = end_to_end_verdict(result, criteria, result.verdicts)
         result.attribution = attribute(criteria.pipeline, result, path, ups)
     return list(results)

@@ -10,9 +10,12 @@ Evaluators and their metrics:
 - ``numeric_consistency`` (no judge): share of the answer's figures found in the rows and
   chunks given (or the question); mismatches listed.
 - ``answer_present`` and ``generation_cost``: the answer exists; latency and tokens reported.
+- ``refusal`` (no judge): 1 when the answer declines exactly when it should (``gold.refusal``,
+  else answerable when the reference answer is not itself a refusal); a deterministic
+  English pattern matcher tells a refusal from a negative answer (:mod:`.refusal`).
 
-A step that reports no figure, a case without a reference, an answer without claims: each is
-an error with its reason, never a silent 0 or NaN.
+A step that reports no figure, a case without a reference (or refusal label), an answer
+without claims: each is an error with its reason, never a silent 0 or NaN.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from evalharness_generation.judged import (
     faithfulness,
 )
 from evalharness_generation.numbers import numeric_consistency
+from evalharness_generation.refusal import refusal_value
 from evalharness_generation.sources import generator_sources
 
 __version__ = "0.1.0"
@@ -70,6 +74,11 @@ def register_evaluators(register):
     register(Evaluator(
         name="numeric_consistency", component="generator", metrics=["numeric_consistency"],
         description="share of the answer's figures found in the rows and chunks given"))
+    register(Evaluator(
+        name="refusal", component="generator", metrics=["refusal"],
+        description="1 when the answer declines (says it cannot answer, or that the data "
+                    "does not cover the question) exactly when the case expects it "
+                    "(gold.refusal, else answerable when gold.answer is no refusal)"))
 
 
 @hookimpl
@@ -84,6 +93,8 @@ def evaluate_generator(evaluator, batch, settings, context):
         return [{"numeric_consistency": numeric_consistency(
             step.answer or "", generator_sources(case, step, context), case.question)}
             for case, step in batch]
+    if evaluator == "refusal":
+        return [{"refusal": refusal_value(case, step)} for case, step in batch]
     if evaluator == "answer_present":
         return [{"answer_present": MetricValue.of(bool((step.answer or "").strip())),
                  "answer_words": MetricValue.of(word_count(step.answer))}

@@ -21,6 +21,11 @@ from evalharness_retrieval.measures import FAMILIES, Measure, report_measures
 
 NO_LABELS = "the case has no relevance labels (gold.relevant)"
 
+NOTHING_RELEVANT = ("no chunk is relevant for this case (gold.relevant labels none at "
+                    "relevance_level): trec_eval's convention scores every measure 0")
+"""The note on each value of a case whose labels mark nothing relevant (``{}``, or only
+grades below ``relevance_level``): recall, AP, nDCG are undefined there, and the 0 says so."""
+
 
 class RankingSettings(BaseModel):
     """Settings of the ``ranking`` evaluator."""
@@ -166,12 +171,14 @@ def evaluate_ranking(batch, settings: RankingSettings) -> list[dict[str, MetricV
                                             [m for _, m in pairs])
     for j, i in enumerate(todo):
         row = {}
+        note = {"note": NOTHING_RELEVANT} if not relevant[j] else {}
         for name, measure in pairs:
             if name == "mrr":
                 row[name] = MetricValue.of(values[j][measure.name],
                                            first_relevant_rank=first[j] or None,
-                                           relevant=relevant[j])
+                                           relevant=relevant[j], **note)
             else:
-                row[name] = MetricValue.of(values[j][measure.name])
+                row[name] = MetricValue.of(values[j][measure.name],
+                                           **({"relevant": 0} | note if note else {}))
         rows[i] = row
     return rows

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalharness.context import sqlite_affinity
 from evalharness_sql.sandbox import Limits, SandboxedSQLite, lock_sqlite, open_sqlite_readonly
 
 
@@ -43,16 +44,7 @@ class Column:
         >>> [Column("c", t).affinity for t in ("INT", "varchar(20)", "", "DOUBLE", "date")]
         ['INTEGER', 'TEXT', 'BLOB', 'REAL', 'NUMERIC']
         """
-        t = self.type.upper()
-        if "INT" in t:
-            return "INTEGER"
-        if any(k in t for k in ("CHAR", "CLOB", "TEXT", "STRING")):
-            return "TEXT"
-        if not t or "BLOB" in t:
-            return "BLOB"
-        if any(k in t for k in ("REAL", "FLOA", "DOUB")):
-            return "REAL"
-        return "NUMERIC"
+        return sqlite_affinity(self.type)
 
     @property
     def kind(self) -> str:

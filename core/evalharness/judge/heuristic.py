@@ -33,6 +33,7 @@ from evalharness.judge.tasks import (
     CLAIMS,
     QUESTIONS,
     SQL_EQUIVALENCE,
+    SYNTH_CASE,
     ChunkUsefulnessInput,
     ChunkUsefulnessOutput,
     ChunkVerdict,
@@ -45,6 +46,8 @@ from evalharness.judge.tasks import (
     JudgmentTask,
     QuestionsInput,
     QuestionsOutput,
+    SynthCaseInput,
+    SynthCaseOutput,
 )
 from evalharness.memo import LRU
 
@@ -1022,6 +1025,9 @@ def answer(task: JudgmentTask, inputs: BaseModel) -> BaseModel:
         return judge_chunks(inputs.question, inputs.answer, inputs.chunks)
     if task.id == SQL_EQUIVALENCE.id:
         raise HeuristicCannotJudge(SQL_REFUSAL)
+    if task.id == SYNTH_CASE.id:  # no model to reword with: the drafts, as they are
+        assert isinstance(inputs, SynthCaseInput)
+        return SynthCaseOutput(question=inputs.draft_question, answer=inputs.draft_answer)
     raise ValueError(f"the heuristic judge does not know the task {task.id!r}")
 
 

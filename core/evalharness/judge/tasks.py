@@ -222,7 +222,52 @@ SQL_EQUIVALENCE = JudgmentTask(
 )
 
 
+# -- write a test case (evalharness synth's LLM writer) ---------------------------------------
+
+
+class SynthCaseInput(_IO):
+    kind: str
+    """Where the answer lives: ``sql`` (the database), ``corpus`` (the documents), ``mixed``
+    (both) or ``unanswerable`` (nowhere: the reference answer declines)."""
+    shape: str
+    """The kind of question (e.g. ``aggregate``, ``multi_hop``, ``comparison``)."""
+    material: str
+    """Everything the question and answer may draw on: the gold chunks, or the gold SQL and
+    its result rows; for ``unanswerable``, the topic nothing covers."""
+    draft_question: str
+    """A templated question that the new one must mean (reword it, keep its meaning)."""
+    draft_answer: str
+    """A reference answer written from the material (keep its facts)."""
+    persona: str
+    """Who asks."""
+    style: str
+    """How they write."""
+
+
+class SynthCaseOutput(_IO):
+    question: str
+    """The question as the persona would ask it; it must not contain the answer."""
+    answer: str
+    """The reference answer: only facts the material states (a refusal for ``unanswerable``)."""
+
+
+SYNTH_CASE = JudgmentTask(
+    id="synth_case", version="1", input=SynthCaseInput, output=SynthCaseOutput,
+    rubric=(
+        "You write one test case for a question-answering assistant: a user's question and "
+        "the reference answer. Reword the draft question the way the given persona would ask "
+        "it, in the given style, keeping exactly its meaning and everything it asks for "
+        "(every filter, value, number and name the draft question has). Never put the answer "
+        "into the question. Then write the reference answer using only facts stated in the "
+        "material — for database results, state every value exactly as in the rows; for "
+        "documents, stay close to their sentences; add nothing else. For kind "
+        "'unanswerable' the reference answer politely says the information is not "
+        "available."),
+)
+
+
 TASKS: dict[str, JudgmentTask] = {
-    t.id: t for t in (CLAIMS, CLAIM_SUPPORT, QUESTIONS, CHUNK_USEFULNESS, SQL_EQUIVALENCE)
+    t.id: t for t in (CLAIMS, CLAIM_SUPPORT, QUESTIONS, CHUNK_USEFULNESS, SQL_EQUIVALENCE,
+                      SYNTH_CASE)
 }
 """Every built-in task by id."""
