@@ -171,30 +171,29 @@ def synthesize(*, n: int, seed: int = 0, corpus: dict[str, Chunk] | None = None,
     def fill(key: tuple[str, str], want: int) -> None:
         pool = pools[key[0]][key[1]]
         while want > 0 and cursor[key] < len(pool):
-            batch = pool[cursor[key]: cursor[key] + max(4, want + want // 2)]
+            start = cursor[key]
+            batch = pool[start: start + max(4, want + want // 2)]
             cursor[key] += len(batch)
             texts = writer.write_many(batch, rng)
-            keep: list[tuple[Seed, Written]] = []
-            for s, w in zip(batch, texts, strict=True):
-                reason = _check(s, w, duplicates, corpus)
-                if reason is None:
-                    keep.append((s, w))
-                else:
+            reasons = [_check(s, w, duplicates, corpus) for s, w in zip(batch, texts,
+                                                                        strict=True)]
+            needs = [i for i, r in enumerate(reasons) if r is None and batch[i].chunks
+                     and judge is not None]
+            for i, why in zip(needs, unsupported(judge, [
+                    (texts[i].question, texts[i].answer, _context(batch[i], corpus))
+                    for i in needs]), strict=True):
+                if why is not None:
+                    reasons[i] = f"unsupported_answer: {why}"
+            # in pool order; what is left when enough are accepted stays in the pool, uncounted
+            for i, (s, w, reason) in enumerate(zip(batch, texts, reasons, strict=True)):
+                if want <= 0:
+                    cursor[key] = start + i
+                    break
+                if reason is not None:
                     filtered[reason.split(":")[0]] += 1
                     rejected.append({"shape": s.shape, "question": w.question,
                                      "answer": w.answer, "reason": reason})
-            needs = [(s, w) for s, w in keep if s.chunks and judge is not None]
-            verdicts = dict(zip([id(s) for s, _ in needs], unsupported(judge, [
-                (w.question, w.answer, _context(s, corpus)) for s, w in needs]), strict=True))
-            for s, w in keep:
-                why = verdicts.get(id(s))
-                if why is not None:
-                    filtered["unsupported_answer"] += 1
-                    rejected.append({"shape": s.shape, "question": w.question,
-                                     "answer": w.answer, "reason": f"unsupported_answer: {why}"})
                     continue
-                if want <= 0:
-                    break
                 case = _case(s, w, seed, writer, sql_route, corpus_route)
                 if case.id in ids or duplicates.is_duplicate(w.question):  # within the batch
                     filtered["near_duplicate"] += 1
