@@ -221,7 +221,10 @@ def test_synth_input_errors_exit_2_with_one_paragraph(tmp_path):
         return CliRunner().invoke(cli, ["synth", *map(str, args)])
 
     bad = write(tmp_path / "bad.sqlite", "not a database")
+    write(tmp_path / "shop.duckdb", "a DuckDB file")
+    duck = write(tmp_path / "duck.yaml", "name: d\ndatabase: {engine: duckdb, path: shop.duckdb}\n")
     for args, needles in [
+        ((duck, "--preview"), ["duck.yaml", "database.engine", "SQLite", "duckdb"]),
         (("--n", "3", "--preview"), ["--corpus"]),
         (("--corpus", SHOP / "blog_chunks.jsonl"), ["--out", "--preview"]),
         (("--database", bad, "--preview"), ["not a readable SQLite database"]),

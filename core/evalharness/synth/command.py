@@ -153,6 +153,12 @@ def synth(scenario_path: Path | None, out: Path | None, n: int, seed: int,
     with contextlib.ExitStack() as stack:
         conn = None
         db_source = database
+        spec_db = scenario.spec.database if scenario is not None else None
+        if database is None and spec_db is not None and spec_db.engine != "sqlite":
+            raise UsageError(f"{scenario_path}, field `database.engine`: synth reads SQLite "
+                             f"databases (its catalogue gives types and keys); this one is "
+                             f"{spec_db.engine}. Give --database with a SQLite copy or a "
+                             ".sql script")
         if db_source is None and scenario is not None:
             db_source = scenario.database_path if (
                 scenario.database_path is not None and scenario.database_path.is_file()) \
