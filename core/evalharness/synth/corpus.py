@@ -2,9 +2,10 @@
 
 * ``single`` (1): one chunk's topic; the answer is its most distinctive sentences;
 * ``which_of`` (2): one chunk's topic offered beside a topic the corpus does not cover;
-* ``multi_hop`` (3): a term that only two chunks mention (document frequency 2), so an answer
-  needs both; the answer is the sentence of each that mentions it;
-* ``comparison`` (3): two chunks that share a tag (or a distinctive term): how their advice
+* ``multi_hop`` (3): a tag whose phrase exactly two chunks mention (without tags: a title
+  word of five letters or more that only two chunks use), so an answer needs both; the answer
+  is a sentence of each, one that mentions it where there is one;
+* ``comparison`` (3): two chunks that share a tag (none without tags): how their advice
   differs; a sentence of each;
 * ``out_of_scope`` (2): a topic near the corpus's wording that no chunk (and no database
   value) mentions — the expected answer is a refusal.
@@ -174,7 +175,7 @@ def corpus_seeds(index: CorpusIndex, rng: random.Random, forbidden: set[str],
             {"term": term, "topics": [index.topic(a), index.topic(b)], "source": source},
             chunks=[a, b], sentences=[sa[0], sb[0]]))
 
-    # comparison: two chunks sharing a tag (or failing tags, their rarest common term)
+    # comparison: two chunks sharing a tag, one pair per tag (a corpus without tags has none)
     by_tag: dict[str, list[str]] = {}
     for cid in ids:
         for tag in _tags(index.chunks[cid]):
