@@ -118,7 +118,7 @@ def module_sources(module: str, base: Path) -> list[Path]:
         namespace = spec.loader is None or spec.origin is None
         if not namespace or depth == len(parts) - 1:
             return sorted(p for folder in spec.submodule_search_locations
-                          for p in Path(folder).rglob("*.py") if "__pycache__" not in p.parts)
+                          for p in path_sources(Path(folder)))
         locations = list(spec.submodule_search_locations)
     return []
 

@@ -25,7 +25,7 @@ from evalharness.models import Case, Gold
 from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec, Pipeline
 from evalharness.synth.corpus import CorpusIndex, corpus_seeds, stems_of_values
 from evalharness.synth.filters import Duplicates, leaks, missing_facts, unsupported
-from evalharness.synth.schema import read_schema
+from evalharness.synth.schema import quote, read_schema
 from evalharness.synth.seeds import CORPUS, MIXED, SQL, UNANSWERABLE, Seed
 from evalharness.synth.sql import sql_seeds
 from evalharness.synth.writers import OfflineWriter, Writer, Written, sql_answer
@@ -86,9 +86,10 @@ def _text_values(conn: sqlite3.Connection, schema) -> set[str]:
     for table in schema.tables.values():
         for column in table.columns:
             if column.affinity == "text":
+                c = quote(column.name)
                 out.update(str(r[0]) for r in conn.execute(
-                    f'SELECT DISTINCT "{column.name}" FROM "{table.name}" '
-                    f'WHERE "{column.name}" IS NOT NULL LIMIT 5000'))
+                    f"SELECT DISTINCT {c} FROM {quote(table.name)} WHERE {c} IS NOT NULL "
+                    "LIMIT 5000"))
     return out
 
 

@@ -20,7 +20,7 @@ from evalharness.errors import UsageError
 def _open_database(path: Path, stack: contextlib.ExitStack) -> sqlite3.Connection:
     """A read-only connection to a SQLite file, or to a database built from a ``.sql`` script
     in a temporary folder."""
-    from evalharness.context import build_sqlite
+    from evalharness.context import Database, build_sqlite
 
     if path.suffix.lower() == ".sql":
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evalharness-")))
@@ -28,7 +28,7 @@ def _open_database(path: Path, stack: contextlib.ExitStack) -> sqlite3.Connectio
         build_sqlite(path, built)
         path = built
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = Database(path=path).connect()
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as exc:
         raise UsageError(f"--database {str(path)!r}: not a readable SQLite database ({exc}); "
@@ -189,17 +189,16 @@ def synth(scenario_path: Path | None, out: Path | None, n: int, seed: int,
                 raise UsageError("--persona and --style word questions through a model: add "
                                  "--writer llm (the offline writer uses templates)")
             chosen = None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from evalharness.cli import BarProgress
 
-        bar = stack.enter_context(Progress(
-            TextColumn("[bold]synth"), BarColumn(), MofNCompleteColumn(),
-            console=err, transient=True, disable=not err.is_terminal))
-        task = bar.add_task("cases", total=n)
+        bar = BarProgress(err.is_terminal)
+        bar.start(n, 0, "synth")
+        stack.callback(bar.stop)
         result = synthesize(n=n, seed=seed, corpus=chunks, database=conn,
                             pipeline=scenario.pipeline if scenario is not None else None,
                             existing=existing, writer=chosen, judge=judge,
                             skip_tables=skip_tables, difficulties=difficulties,
-                            progress=lambda k: bar.advance(task, k))
+                            progress=bar.advance)
     if out is not None:
         write_cases(out, result.cases, append=append)
     if rejected is not None:
