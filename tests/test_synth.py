@@ -495,3 +495,17 @@ def test_asking_for_as_many_cases_as_the_data_gives_gets_them_all():
     assert exact.summary["written"] == everything
     counted = sum(exact.summary["filtered"].values())
     assert counted == len(exact.rejected)  # every drop counted once
+
+
+def test_rejected_writes_every_dropped_candidate_with_its_reason(tmp_path):
+    """`--rejected FILE`: one JSON line per candidate the filters dropped, as many as the
+    summary counts."""
+    rejected = tmp_path / "rejected.jsonl"
+    res = run_cli("synth", ROOT / "scenarios" / "shop.yaml", "--n", "200", "--json",
+                  "--skip-table", "customers", "--out", tmp_path / "c.jsonl",
+                  "--rejected", rejected)
+    assert res.code == 0, res
+    summary = json.loads(res.out)
+    lines = [json.loads(line) for line in rejected.read_text().splitlines()]
+    assert lines and len(lines) == sum(summary["filtered"].values())
+    assert all(r["reason"] and r["question"] and r["shape"] for r in lines)
