@@ -48,16 +48,20 @@ def load_pairs(directory: Path) -> list[dict]:
     return pairs
 
 
-def database_path(db: str, workdir: Path) -> Path:
-    if db == "shop":
-        target = workdir / "shop.sqlite"
+def database_path(db: str, workdir: Path, pairs: Path = PAIRS) -> Path:
+    """The SQLite file of a pair's ``db``: a Spider database, or one built at run time from a
+    script (``shop``: the scenario's catalogue; else ``schemas/<db>.sql``, written for this
+    benchmark)."""
+    script = SHOP_SCRIPT if db == "shop" else pairs / "schemas" / f"{db}.sql"
+    if script.exists():
+        target = workdir / f"{db}.sqlite"
         if not target.exists():
             conn = sqlite3.connect(target)
-            conn.executescript(SHOP_SCRIPT.read_text(encoding="utf-8"))
+            conn.executescript(script.read_text(encoding="utf-8"))
             conn.commit()
             conn.close()
         return target
-    return PAIRS / "spider" / f"{db}.sqlite"
+    return pairs / "spider" / f"{db}.sqlite"
 
 
 def sha256(path: Path) -> str:

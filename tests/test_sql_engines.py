@@ -158,3 +158,210 @@ def test_postgres_database_in_a_scenario(pg, tmp_path):
     assert equivalent["b"]["value"] == 1.0
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["scenario"].get("database_sha256") is None
+
+
+# -- PostgreSQL test databases (temporary schemas in a transaction that is rolled back) ----------
+
+
+@pytest.fixture
+def pg_people(postgres_dsn):
+    """Two tables with keys, a CHECK list and a foreign key, and a view; no one aged 30."""
+    pytest.importorskip("psycopg", reason='PostgreSQL support needs `pip install "psycopg[binary]"`')
+    import psycopg
+
+    drop = ("DROP VIEW IF EXISTS evalharness_adults; "
+            "DROP TABLE IF EXISTS evalharness_people, evalharness_city")
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(drop)
+        conn.execute(
+            "CREATE TABLE evalharness_city (id integer PRIMARY KEY, name varchar(20) NOT NULL "
+            "UNIQUE, kind text CHECK (kind IN ('town', 'city')));"
+            "CREATE TABLE evalharness_people (id integer PRIMARY KEY, name text NOT NULL, "
+            "age integer, joined date, city_id integer REFERENCES evalharness_city (id));"
+            "CREATE VIEW evalharness_adults AS SELECT id, name FROM evalharness_people "
+            "WHERE age >= 18;"
+            "INSERT INTO evalharness_city VALUES (1, 'Oslo', 'city'), (2, 'Lima', 'city'), "
+            "(3, 'Ely', 'town');"
+            "INSERT INTO evalharness_people VALUES (1, 'Ann', 25, '2020-01-05', 1), "
+            "(2, 'Bob', 35, '2021-03-01', 2), (3, 'Cy', 40, NULL, 1), (4, 'Di', 50, "
+            "'2019-07-07', NULL), (5, 'Eve', 12, '2022-02-02', 3)")
+    yield postgres_dsn
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(drop)
+
+
+def _pg_state(dsn: str) -> tuple[list, list, list]:
+    """The real tables' rows, and the test schemas left on the server."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return (conn.execute("SELECT * FROM evalharness_city ORDER BY id").fetchall(),
+                conn.execute("SELECT * FROM evalharness_people ORDER BY id").fetchall(),
+                conn.execute("SELECT nspname FROM pg_namespace "
+                             "WHERE nspname LIKE 'evalharness_test_%'").fetchall())
+
+
+def test_postgres_schema_and_rows_from_the_catalogue(pg_people):
+    from evalharness_sql.engines import ForeignKey, PostgresEngine
+
+    engine = open_engine(pg_people)
+    assert isinstance(engine, PostgresEngine) and engine.supports_test_suite
+    schema = engine.schema()
+    city, people = schema.table("evalharness_city"), schema.table("evalharness_people")
+    assert city.primary_key == ("id",) and city.unique == [("name",)]
+    assert city.column("name").type == "character varying(20)" and city.column("name").notnull
+    assert city.column("kind").allowed == ("town", "city")
+    assert people.foreign_keys == [ForeignKey(("city_id",), "evalharness_city", ("id",))]
+    assert schema.table("evalharness_adults").is_view
+    assert schema.order().index("evalharness_city") < schema.order().index("evalharness_people")
+    for text in ("CREATE TABLE evalharness_city (id integer NOT NULL, name character varying(20)",
+                 "FOREIGN KEY (city_id) REFERENCES evalharness_city (id)",
+                 "CREATE VIEW evalharness_adults AS"):
+        assert text in schema.ddl
+    assert engine.rows("evalharness_city", 2) == [(1, "Oslo", "city"), (2, "Lima", "city")]
+    assert engine.rows("evalharness_adults", 2) == []
+
+
+def test_postgres_test_suite_decides_and_leaves_nothing_behind(pg_people):
+    before = _pg_state(pg_people)
+    assert before[2] == []
+    verdicts = check_many([
+        # the real data has no one aged 30: only a test database separates these
+        ("SELECT name FROM evalharness_people WHERE age > 30",
+         "SELECT name FROM evalharness_people WHERE age >= 30"),
+        # equivalent, but not by normal form
+        ("SELECT id, name FROM evalharness_people WHERE city_id IN "
+         "(SELECT id FROM evalharness_city WHERE name = 'Oslo')",
+         "SELECT DISTINCT p.id, p.name FROM evalharness_people p JOIN evalharness_city c "
+         "ON c.id = p.city_id WHERE c.name = 'Oslo'"),
+        # equivalent given the foreign key (the test databases' copies enforce it)
+        ("SELECT p.name FROM evalharness_people p JOIN evalharness_city c ON p.city_id = c.id",
+         "SELECT name FROM evalharness_people WHERE city_id IS NOT NULL"),
+    ], pg_people, "postgres")
+    assert [(v.equivalent, v.stage) for v in verdicts] == [
+        (False, "test_suite"), (True, "test_suite"), (True, "test_suite")], verdicts
+    database = verdicts[0].counterexample["database"]
+    assert database["recipe"] and "evalharness_people" in database["tables"]
+    assert "equivalent by test suite" in verdicts[1].reason
+    assert _pg_state(pg_people) == before  # real rows unchanged, no test schema left
+
+
+def test_postgres_test_database_is_read_only_and_survives_failed_queries(pg_people):
+    import psycopg
+
+    from evalharness_sql.sandbox import Limits, _run_postgres
+
+    engine = open_engine(pg_people)
+    conn = engine.build({"evalharness_city": [(1, "Oslo", "city")],
+                         "evalharness_people": [(1, "Ann", 30, "2020-01-01", 1)]})
+    try:
+        assert run(conn, "CREATE TABLE evalharness_x (x int)", dialect="postgres").status \
+            == "refused"
+        # past the sandbox's statement check, the server still refuses to write
+        write = ("WITH x AS (INSERT INTO evalharness_city VALUES (9, 'Rome', 'city') "
+                 "RETURNING id) SELECT * FROM x")
+        assert run(conn, write, dialect="postgres").status == "refused"
+        assert _run_postgres(conn, write, 5.0, Limits()).status in ("refused", "error")
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), conn.transaction():
+            conn.execute("INSERT INTO evalharness_city VALUES (9, 'Rome', 'city')")
+        assert run(conn, "SELECT 1 / 0", dialect="postgres").status == "error"
+        assert run(conn, "SELECT count(*) FROM generate_series(1, 1000000000)",
+                   dialect="postgres", timeout_s=0.3).status == "timeout"
+        assert run(conn, "SELECT generate_series(1, 200)", dialect="postgres",
+                   limits=Limits(max_rows=100)).status == "too_many_rows"
+        assert run(conn, "SELECT current_setting('statement_timeout'), "
+                   "current_setting('transaction_read_only')", dialect="postgres",
+                   timeout_s=2).rows == [("2s", "on")]
+        # the test database is still there, unchanged
+        assert run(conn, "SELECT c.name, p.name FROM evalharness_city c JOIN "
+                   "evalharness_people p ON p.city_id = c.id", dialect="postgres").rows \
+            == [("Oslo", "Ann")]
+        # its transaction can only be rolled back
+        with pytest.raises(psycopg.Error):
+            conn.commit()
+    finally:
+        conn.close()
+    assert _pg_state(pg_people)[2] == []
+
+
+def test_postgres_test_database_sees_only_its_own_tables_and_rows(pg_people):
+    import datetime
+
+    engine = open_engine(pg_people)
+    conn = engine.build({"evalharness_city": [], "evalharness_people": []})
+    try:  # the real tables have rows; the test database's copies are empty
+        for table in ("evalharness_city", "evalharness_people", "evalharness_adults"):
+            assert run(conn, f"SELECT count(*) FROM {table}", dialect="postgres").rows == [(0,)]
+    finally:
+        conn.close()
+    conn = engine.build({
+        "evalharness_city": [(1, "Oslo", "city"), (1, "Dup", "town"),  # duplicate key
+                             (2, "Ely", "village")],  # not in the CHECK list
+        "evalharness_people": [
+            (1, "Ann", 30, "2020-01-01", 1), (2, "Bob", 40, "2021-12-31 23:59:59", None),
+            (3, "Cy", "old", None, None),  # not an integer
+            (4, None, 20, None, None),  # NOT NULL
+            (5, "Di", 50, "2020-13-45", None),  # not a date
+            (6, "Ed", 60, None, 7)]})  # no city 7
+    try:
+        assert run(conn, "SELECT * FROM evalharness_city", dialect="postgres").rows \
+            == [(1, "Oslo", "city")]
+        assert run(conn, "SELECT id, joined FROM evalharness_people ORDER BY id",
+                   dialect="postgres").rows == [(1, datetime.date(2020, 1, 1)),
+                                                (2, datetime.date(2021, 12, 31))]
+        assert run(conn, "SELECT name FROM evalharness_adults", dialect="postgres").rows \
+            == [("Ann",), ("Bob",)]
+    finally:
+        conn.close()
+    # a foreign key to a table the data leaves out (the queries do not read it) is not checked
+    conn = engine.build({"evalharness_people": [(1, "Ann", 30, None, 7)]})
+    try:
+        assert run(conn, "SELECT count(*) FROM evalharness_people", dialect="postgres").rows \
+            == [(1,)]
+    finally:
+        conn.close()
+    assert _pg_state(pg_people)[2] == []
+
+
+def test_postgres_test_databases_for_a_role_that_may_not_create_schemas(pg_people):
+    """Such a role (by default, any but the database's owner and superusers) gets temporary
+    tables: the test suite still runs."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from evalharness_sql.engines import PostgresEngine
+
+    role = "evalharness_reader"
+    try:
+        with psycopg.connect(pg_people, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+            conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+            conn.execute("GRANT SELECT ON evalharness_city, evalharness_people, "
+                         f"evalharness_adults TO {role}")
+            may_create = conn.execute("SELECT has_database_privilege(%s, current_database(), "
+                                      "'CREATE')", [role]).fetchone()[0]
+    except psycopg.Error as exc:
+        pytest.skip(f"cannot create a role on this server: {exc}")
+    try:
+        engine = PostgresEngine(make_conninfo(pg_people, user=role))
+        try:
+            engine.schema()
+        except psycopg.OperationalError as exc:
+            pytest.skip(f"cannot log in as a new role on this server: {exc}")
+        conn = engine.build({"evalharness_city": [(1, "Oslo", "city")],
+                             "evalharness_people": [(1, "Ann", 30, "2020-01-01", 1)]})
+        try:
+            assert run(conn, "SELECT count(*) FROM evalharness_people", dialect="postgres").rows \
+                == [(1,)]
+        finally:
+            conn.close()
+        assert engine._temporary_tables is not may_create
+        verdict = check_equivalence("SELECT name FROM evalharness_people WHERE age > 30",
+                                    "SELECT name FROM evalharness_people WHERE age >= 30",
+                                    engine, "postgres")
+        assert (verdict.equivalent, verdict.stage) == (False, "test_suite")
+    finally:
+        with psycopg.connect(pg_people, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")

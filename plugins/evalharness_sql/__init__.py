@@ -17,7 +17,6 @@ The cascade is also a public API: :func:`check_equivalence`. See docs/metrics/sq
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,8 +25,8 @@ from sqlglot.errors import SqlglotError
 
 from evalharness import MetricValue, hookimpl
 from evalharness.errors import NoOracle
-from evalharness.registry import Evaluator, ReportSection
-from evalharness_sql import sandbox
+from evalharness.registry import Evaluator
+from evalharness_sql import sandbox, section
 from evalharness_sql.cascade import STAGES, check_equivalence, check_many, run_cascade
 from evalharness_sql.clauses import items_f1
 from evalharness_sql.engines import Column, Schema, Table, open_engine
@@ -41,7 +40,6 @@ from evalharness_sql.memo import (
 from evalharness_sql.rules import RULES, normalize
 from evalharness_sql.sandbox import parse_statements
 from evalharness_sql.stages.execute import execute
-from evalharness_sql.taxonomy import CATEGORIES
 from evalharness_sql.verdict import Options, Pair, Verdict
 
 __version__ = "0.1.0"
@@ -406,35 +404,6 @@ def oracle_output(kind, case, context):
 
 @hookimpl
 def report_sections(report, results):
-    per_component: dict[str, dict[str, Counter]] = {}
-    for result in results:
-        for name, component in result.components.items():
-            if component.evaluators.get("equivalent") != "equivalence":
-                continue
-            value = component.metrics.get("equivalent")
-            if value is None:
-                continue
-            counts = per_component.setdefault(name, {"stage": Counter(), "category": Counter(),
-                                                     "verdict": Counter()})
-            stage = value.details.get("stage", "unknown")
-            verdict = ("undecided" if value.error else
-                       "equivalent" if value.value == 1.0 else "not equivalent")
-            counts["stage"][f"{stage}: {verdict}"] += 1
-            counts["verdict"][verdict] += 1
-            if verdict == "not equivalent":
-                counts["category"][value.details.get("category") or "other"] += 1
-    sections = []
-    for name, counts in per_component.items():
-        lines = [f"Verdicts: {counts['verdict']['equivalent']} equivalent, "
-                 f"{counts['verdict']['not equivalent']} not equivalent, "
-                 f"{counts['verdict']['undecided']} undecided.", "",
-                 "| decided by | cases |", "|---|---:|"]
-        lines += [f"| {k} | {v} |" for k, v in sorted(counts["stage"].items())]
-        if counts["category"]:
-            lines += ["", "| error category | cases |", "|---|---:|"]
-            lines += [f"| {c} | {counts['category'][c]} |" for c in CATEGORIES
-                      if counts["category"][c]]
-        sections.append(ReportSection(
-            title=f"Text-to-SQL equivalence ({name})", markdown="\n".join(lines),
-            data={k: dict(v) for k, v in counts.items()}))
-    return sections or None
+    """Verdicts per stage, error categories and the smallest counterexamples
+    (:mod:`evalharness_sql.section`)."""
+    return section.sections(results)

@@ -35,6 +35,7 @@ from typing import Any
 from sqlglot import exp
 
 from evalharness_sql.compare import jsonable
+from evalharness_sql.contract import conform, key_value
 from evalharness_sql.engines import Column, Engine, Schema, Table
 from evalharness_sql.lineage import column_tables
 
@@ -78,6 +79,25 @@ class Hints:
     """Literals not tied to one column."""
     links: list[tuple[ColumnKey, ColumnKey]] = field(default_factory=list)
     """Columns compared with each other (joins), besides declared foreign keys."""
+    ordered: dict[ColumnKey, bool] = field(default_factory=dict)
+    """Columns sorted under a LIMIT, and whether descending (where ties at the cut matter)."""
+    aggregates: list[Aim] = field(default_factory=list)
+    """Aggregates the queries compare with a number (``HAVING count(*) > 4``)."""
+    grouped: set[ColumnKey] = field(default_factory=set)
+    """Columns the queries group by, select DISTINCT, join on or sort by under a LIMIT, that
+    the schema does not declare unique: where a key (or an order without ties) would be
+    assumed."""
+
+
+@dataclass(frozen=True)
+class Aim:
+    """An aggregate compared with a number: ``function(column) op value`` (``column`` is
+    None for ``count(*)``); the test databases build groups on, below and above ``value``."""
+
+    function: str
+    column: ColumnKey | None
+    distinct: bool
+    value: int | float
 
 
 def hints(trees: list[exp.Expression | None], schema: Schema) -> Hints:
@@ -90,7 +110,7 @@ def hints(trees: list[exp.Expression | None], schema: Schema) -> Hints:
     >>> h = hints([sqlglot.parse_one("SELECT t.name FROM t AS t WHERE t.age > 30 AND "
     ...                              "t.name LIKE 'An%'")], schema)
     >>> sorted(h.tables), h.literals[("t", "age")], h.passing[("t", "age")], h.failing[("t", "age")]
-    (['t'], [30], [31], [30, 29])
+    (['t'], [30], [31, 30.5], [30, 29, 29.5])
     >>> h.passing[("t", "name")], h.failing[("t", "name")]
     (['An', 'an', 'AN', 'Anx'], ['n'])
     """
@@ -127,6 +147,26 @@ def hints(trees: list[exp.Expression | None], schema: Schema) -> Hints:
                 k = key(column)
                 if k is not None:
                     out.sensitive.add(k)
+        for select in tree.find_all(exp.Select):
+            order_by = select.args.get("order")
+            if select.args.get("limit") is not None and order_by is not None:
+                for ordered in order_by.expressions:
+                    for column in ordered.find_all(exp.Column):
+                        k = key(column)
+                        if k is not None:
+                            out.grouped.add(k)
+                            out.ordered.setdefault(k, bool(ordered.args.get("desc")))
+        for node in tree.find_all(exp.Group, exp.Select):
+            if isinstance(node, exp.Select):
+                if not node.args.get("distinct"):
+                    continue
+                items: list[exp.Expression] = list(node.expressions)
+            else:
+                items = list(node.expressions)
+            for item in items:
+                k = key(item.unalias())
+                if k is not None:
+                    out.grouped.add(k)
         for literal in tree.find_all(exp.Literal):
             value = literal_value(literal)
             if value is not None and value not in out.free:
@@ -138,6 +178,10 @@ def hints(trees: list[exp.Expression | None], schema: Schema) -> Hints:
         out.near[k] = [v for v in _unique(values) if v not in out.literals.get(k, [])]
     out.free = _unique(v for value in out.free for v in neighbours(value))
     out.counts = sorted(set(out.counts))
+    out.aggregates = list(dict.fromkeys(out.aggregates))
+    for a, b in out.links:
+        out.grouped.update((a, b))
+    out.grouped = {k for k in out.grouped if not _declared_unique(schema, k)}
     if len(comparisons) == 2:
         gold, pred = comparisons
         out.contested = {k for k in set(gold) | set(pred) if gold.get(k) != pred.get(k)}
@@ -186,16 +230,64 @@ def _predicate_hints(node: exp.Expression, key: Any, out: Hints, *, gold: bool) 
             continue
         if isinstance(value, int) and side.find(exp.Count):
             out.counts += [value - 1, value, value + 1]
+        aim = _aim(side, value, key)
+        if aim is not None:
+            out.aggregates.append(aim)
         k = key(side)
         op = type(node)
         if flipped:
             op = _FLIP.get(op, op)
-        if k is None:  # inside a function: the comparison's meaning is unknown
-            op = exp.Anonymous
+        if k is None and not (op in (exp.Like, exp.ILike, exp.Glob) and
+                              isinstance(side, exp.Cast) and key(side.this) is not None):
+            op = exp.Anonymous  # inside a function: the comparison's meaning is unknown
         targets = [k] if k is not None else [key(c) for c in side.find_all(exp.Column)]
         for target in targets:
             if target is not None:
                 _record(out, target, value, op, negated, gold)
+
+
+_AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min",
+               exp.Max: "max"}
+
+
+def _aim(side: exp.Expression, value: Any, key: Any) -> Aim | None:
+    """The :class:`Aim` of ``side op value`` when ``side`` is an aggregate of one column (or
+    ``count(*)``) and ``value`` a number.
+
+    >>> import sqlglot
+    >>> tree = sqlglot.parse_one("SELECT a FROM t GROUP BY a HAVING count(DISTINCT t.b) > 5")
+    >>> _aim(tree.args["having"].this.this, 5, lambda c: ("t", c.name))
+    Aim(function='count', column=('t', 'b'), distinct=True, value=5)
+    """
+    while isinstance(side, exp.Paren):
+        side = side.this
+    function = _AGGREGATES.get(type(side))
+    if function is None or not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    inner = side.this
+    distinct = isinstance(inner, exp.Distinct)
+    if distinct:
+        if len(inner.expressions) != 1:
+            return None
+        inner = inner.expressions[0]
+    if isinstance(inner, exp.Star) or (function == "count" and isinstance(inner, exp.Literal)):
+        column = None
+    else:
+        column = key(inner)
+        if column is None:
+            return None
+    if column is None and function != "count":
+        return None
+    return Aim(function, column, distinct, value)
+
+
+def _declared_unique(schema: Schema, column: ColumnKey) -> bool:
+    """Whether a primary key or UNIQUE constraint of its own makes the column unique."""
+    table = schema.tables.get(column[0])
+    if table is None:
+        return False
+    keys = [table.primary_key, *table.unique]
+    return any(len(k) == 1 and k[0].lower() == column[1] for k in keys)
 
 
 def _negated(node: exp.Expression) -> bool:
@@ -212,8 +304,8 @@ def _record(out: Hints, column: ColumnKey, value: Any, op: type, negated: bool, 
     """Note a comparison ``column op value``: its literal, the values around it, and which of
     those pass or fail it."""
     if op in (exp.Like, exp.ILike, exp.Glob) and isinstance(value, str):
-        candidates = like_matches(value)
-        passes = [c for c in candidates if _like(c, value, glob=op is exp.Glob)]
+        candidates = like_matches(value) + _like_numbers(value)
+        passes = [c for c in candidates if _like(str(c), value, glob=op is exp.Glob)]
         fails = [c for c in candidates if c not in passes]
         exact = passes[0] if passes else value
     else:
@@ -237,7 +329,8 @@ def _record(out: Hints, column: ColumnKey, value: Any, op: type, negated: bool, 
         out.passing.setdefault(column, []).extend(passes)
         out.failing.setdefault(column, []).extend(fails)
     else:
-        out.boundary.setdefault(column, []).extend(passes[:2])
+        numbers = [c for c in passes if not isinstance(c, str)]  # (a LIKE's text comes first)
+        out.boundary.setdefault(column, []).extend(passes[:2] + numbers[:2])
         out.boundary_failing.setdefault(column, []).extend(fails[:2])
 
 
@@ -304,17 +397,20 @@ def literal_value(node: exp.Expression | None) -> Any:
 def neighbours(value: Any) -> list[Any]:
     """The value and values just around it: what a boundary or a case difference needs.
 
-    >>> neighbours(30), neighbours(2.5), neighbours("France")
-    ([30, 29, 31], [2.5, 1.5, 3.5, 2.51], ['France', 'france', 'FRANCE', 'France ', 'Francex'])
+    >>> neighbours(30), neighbours(2.5)
+    ([30, 29, 31, 29.5, 30.5], [2.5, 1.5, 3.5, 2.51, 2.495, 2.505])
+    >>> neighbours("France")
+    ['France', 'france', 'FRANCE', 'France ', 'Francex']
     >>> neighbours("2026-08-01")[:4]
     ['2026-08-01', '2026-07-31', '2026-08-02', '2026-08-01 12:00:00']
     """
     if isinstance(value, bool):
         return [int(value)]
-    if isinstance(value, int):
-        return [value, value - 1, value + 1]
+    if isinstance(value, int):  # (the halves are for REAL columns; others drop them)
+        return [value, value - 1, value + 1, value - 0.5, value + 0.5]
     if isinstance(value, float):
-        return [value, value - 1, value + 1, round(value + 0.01, 6)]
+        return [value, value - 1, value + 1, round(value + 0.01, 6), round(value - 0.005, 6),
+                round(value + 0.005, 6)]
     if not isinstance(value, str):
         return [value]
     out = [value]
@@ -330,6 +426,25 @@ def neighbours(value: Any) -> list[Any]:
         out += [str(int(value) - 1), str(int(value) + 1)]
     out += [value.lower(), value.upper(), value + " ", value + "x"]
     return _unique(out)
+
+
+def _like_numbers(pattern: str) -> list[int | float]:
+    """Numbers whose text a pattern with a leading number is about: ``CAST(year AS TEXT)
+    LIKE '201%'`` holds for 201 and 20100, not only for 2010–2019.
+
+    >>> _like_numbers("201%"), _like_numbers("%a%")
+    ([201, 2010, 20100, 201000, 2010000, 20.1, 200], [])
+    """
+    m = re.match(r"(\d+)", pattern)
+    if not m:
+        return []
+    n = int(m.group(1))
+    digits = m.group(1)
+    out: list[int | float] = [n * 10 ** k for k in range(5)]
+    if len(digits) > 1:
+        out.append(float(digits[:-1] + "." + digits[-1]))
+    out.append(n - 1)
+    return out
 
 
 def like_matches(pattern: str) -> list[str]:
@@ -422,8 +537,8 @@ def recipes(engine: Engine, h: Hints, k: int, seed: int, pair_key: str,
     strict = engine.name != "sqlite"
     pools = _pools(schema, order, real, h, strict)
     base = zlib.crc32(pair_key.encode("utf-8"))
-    for i in range(k):
-        kind = PLAN[i % len(PLAN)]
+    variants: dict[str, int] = {}
+    for i, kind in enumerate(plan(h, k)):
         rng = random.Random((seed * 1_000_003 + base) * 7919 + i)
         if kind.startswith("perturbed") and has_data:
             data, steps = _perturbed(schema, order, real, h, pools, rng, kind.split(":")[1])
@@ -432,8 +547,42 @@ def recipes(engine: Engine, h: Hints, k: int, seed: int, pair_key: str,
             if kind.startswith("perturbed"):
                 flavour = "fail," + flavour
                 kind = "generated:" + flavour
-            data, steps = _generated(schema, order, h, pools, rng, flavour)
+            variant = variants[flavour] = variants.get(flavour, -1) + 1
+            data, steps = _generated(schema, order, h, pools, rng, flavour, variant)
+        changed = conform(schema, order, data)
+        if changed:
+            steps.append(f"{changed} values or rows outside the schema's types and keys "
+                         "converted or dropped")
         yield Recipe(i + 1, kind, rng.randrange(2**31), steps, data)
+
+
+def plan(h: Hints, k: int) -> list[str]:
+    """The kinds of a pair's ``k`` test databases: :data:`PLAN` (cycled), with databases
+    aimed at the queries' aggregate thresholds (six per :class:`Aim`: its boundaries, with
+    and without a NULL-keyed group) and at keys the schema does not declare (3) spread over it
+    from the second database on — a third of the databases at most.
+
+    >>> h = Hints(aggregates=[Aim("count", None, False, 4)])
+    >>> plan(h, 8)
+    ['generated:pass', 'generated:aggregate', 'generated:fail', 'perturbed:ties,duplicates', \
+'generated:aggregate', 'generated:near,nulls', 'generated:pass,sparse', 'generated:fail,nulls']
+    """
+    base = [PLAN[i % len(PLAN)] for i in range(k)]
+    aggregate = ["generated:aggregate"] * min(10, 6 * len(h.aggregates))
+    undeclared = ["generated:undeclared"] * (3 if h.grouped else 0)
+    special = [kind for n in range(10) for kind in (aggregate[n:n + 1] + undeclared[n:n + 1])]
+    special = special[:max(2, k // 3)]  # two thirds of the databases stay general
+    if not special:
+        return base
+    step = 3 if len(special) * 3 <= k else 2
+    out = base[:1]
+    rest = base[1:]
+    while len(out) < k and (special or rest):
+        if special:
+            out.append(special.pop(0))
+        out.extend(rest[:step - 1])
+        rest = rest[step - 1:]
+    return out[:k]
 
 
 # --------------------------------------------------------------------------------------------
@@ -577,7 +726,9 @@ def _narrow(pool: Pool, rng: random.Random, mode: str, size: int) -> list[Any]:
         if rng.random() < 0.15:
             chosen += _pick(pool.failing, rng, 1, 1)
     elif mode == "fail" and pool.filtered:
-        chosen = _pick(pool.passing, rng, 1, 2) + _pick(pool.failing, rng, 1, 2)
+        # the closest values on both sides always (``x > 30``: 31 and 30), others by chance
+        chosen = pool.passing[:1] + _pick(pool.passing[1:], rng, 0, 1)
+        chosen += pool.failing[:1] + _pick(pool.failing[1:], rng, 0, 1)
         chosen += _pick(pool.boundary, rng, 2, 2) + _pick(pool.boundary_failing, rng, 1, 1)
     elif mode in ("pass", "fail"):
         chosen = _pick(pool.exact, rng, 1, 2)
@@ -599,11 +750,13 @@ def _narrow(pool: Pool, rng: random.Random, mode: str, size: int) -> list[Any]:
 
 
 def _generated(schema: Schema, order: list[str], h: Hints, pools: dict[ColumnKey, Pool],
-               rng: random.Random, flavour: str
+               rng: random.Random, flavour: str, variant: int = 0
                ) -> tuple[dict[str, list[tuple[Any, ...]]], list[str]]:
     flags = set(flavour.split(","))
-    mode = next((m for m in ("pass", "fail", "near", "random") if m in flags), "random")
-    null_rate = 0.3 if "nulls" in flags else (0.1 if rng.random() < 0.25 else 0.0)
+    aimed = bool(flags & {"aggregate", "undeclared"})
+    mode = "pass" if aimed else \
+        next((m for m in ("pass", "fail", "near", "random") if m in flags), "random")
+    null_rate = 0.3 if "nulls" in flags else (0.1 if rng.random() < 0.25 and not aimed else 0.0)
     width = rng.choice([1, 2, 2, 3, 4])
     sizes = [0, 1, 1, 2, 3] if "sparse" in flags else [1, 2, 3, 3, 4, 5, 6]
     data: dict[str, list[tuple[Any, ...]]] = {}
@@ -652,7 +805,395 @@ def _generated(schema: Schema, order: list[str], h: Hints, pools: dict[ColumnKey
                   for i, c in enumerate(table.columns) if pools[(t, c.name.lower())].passing]
         good[t] = [r for r in rows if all(repr(r[i]) in ok for i, ok in checks)]
         steps.append(f"{len(rows)} rows in {table.name}")
+    if "aggregate" in flags and h.aggregates:
+        steps.append(_grow_group(schema, order, data, good, h, pools, rng, variant))
+    if "undeclared" in flags and h.grouped:
+        steps.append(_repeat_keys(schema, order, data, good, h, pools, rng, variant))
     return data, steps
+
+
+# --------------------------------------------------------------------------------------------
+# Groups at an aggregate's threshold, and keys the schema does not declare
+# --------------------------------------------------------------------------------------------
+
+MAX_GROUP = 60
+"""Most rows of one group built for an aggregate threshold (a bigger threshold is left to
+luck)."""
+
+
+def _boundaries(aim: Aim, column: Column | None) -> list[int | float]:
+    """The values to build ``aim``'s group on: just below, on and just above its threshold.
+
+    >>> _boundaries(Aim("count", None, False, 4), None)
+    [3, 4, 5]
+    >>> _boundaries(Aim("sum", ("t", "x"), False, 100), Column("x", "REAL"))
+    [99.5, 100, 100.5, 99.995, 100.005]
+    """
+    v = aim.value
+    if aim.function == "count":
+        return [n for n in (math.floor(v) - 1, math.ceil(v), math.floor(v) + 1)
+                if 0 < n <= MAX_GROUP] if v != int(v) else \
+            [n for n in (int(v) - 1, int(v), int(v) + 1) if 0 < n <= MAX_GROUP]
+    if column is not None and column.kind == "int":
+        return [math.floor(v) - 1, v if float(v).is_integer() else math.ceil(v),
+                math.floor(v) + 1]
+    return [v - 0.5, v, v + 0.5, round(v - 0.005, 6), round(v + 0.005, 6)]
+
+
+def _grow_group(schema: Schema, order: list[str], data: dict[str, list[tuple[Any, ...]]],
+                good: dict[str, list[tuple[Any, ...]]], h: Hints, pools: dict[ColumnKey, Pool],
+                rng: random.Random, variant: int) -> str:
+    """Make one group of the queries hit an aggregate's threshold exactly, or miss it by one:
+    a row that passes the gold query's filters is copied (its keys made fresh, its foreign
+    keys and grouped columns kept, so the copies join and group with it) until the group has
+    the size, the sum, the average, the least or the greatest value wanted; ``variant`` picks
+    the aggregate and the boundary."""
+    targets = [(aim, b) for aim in h.aggregates
+               for b in _boundaries(aim, schema.column(*aim.column) if aim.column else None)]
+    if not targets:
+        return "no aggregate threshold to aim at"
+    aim, target = targets[variant % len(targets)]
+    key = _group_table(schema, order, data, h, aim)
+    if key is None:
+        return f"no table to build a group for {_describe(aim)} in"
+    table = schema.tables[key]
+    names = [c.name.lower() for c in table.columns]
+    template = list(_template(schema, order, data, good, key, rng, h))
+    column = names.index(aim.column[1]) if aim.column else None
+    nulled = []
+    if (variant // len(targets)) % 2 == 1:  # every other round: the group of NULL keys
+        for i, c in enumerate(table.columns):
+            if (key, names[i]) in h.grouped and not c.notnull and i != column and \
+                    names[i] not in _fk_columns(table):
+                template[i] = None
+                nulled.append(c.name)
+    # the group: rows of the table that share the template's grouped and foreign-key values
+    linked = {c for pair in h.links for (lt, c) in pair if lt == key}
+    fixed = [i for i, n in enumerate(names)
+             if (key, n) in h.sensitive or n in _fk_columns(table) or n in linked]
+    fixed = [i for i in fixed if i != column and names[i] not in _own_key_columns(table)]
+    same = [r for r in data[key] if all(r[i] == template[i] for i in fixed)]
+    values = _group_values(aim, target, table.columns[column] if column is not None else None,
+                           pools.get(aim.column) if aim.column else None, template, column)
+    if values is None:
+        return f"{_describe(aim)} cannot reach {target} with the column's values"
+    kept = [r for r in data[key] if r not in same]
+    rows = []
+    for n, value in enumerate(values):
+        row = list(template)
+        if column is not None:
+            row[column] = value
+        rows.append(_fresh_keys(table, row, n, kept + rows))
+    data[key] = kept + rows
+    # a row the group joins on by a column that is not declared unique: one of it, or the
+    # join multiplies the group
+    for a, b in h.links:
+        for (t, c), (pt, pc) in ((a, b), (b, a)):
+            if t != key or pt == key or not data.get(pt) or c not in names:
+                continue
+            pnames = [x.name.lower() for x in schema.tables[pt].columns]
+            if pc not in pnames:
+                continue
+            value, j = key_value(template[names.index(c)]), pnames.index(pc)
+            kept, seen = [], False
+            for r in data[pt]:
+                if key_value(r[j]) == value:
+                    if seen:
+                        continue
+                    seen = True
+                kept.append(r)
+            data[pt] = kept
+    return (f"a group of {len(rows)} rows in {table.name} for {_describe(aim)} "
+            f"on {target}" + (f", grouped by NULL {', '.join(nulled)}" if nulled else ""))
+
+
+def _describe(aim: Aim) -> str:
+    inside = "*" if aim.column is None else \
+        ("DISTINCT " if aim.distinct else "") + ".".join(aim.column)
+    return f"{aim.function}({inside}) vs {aim.value}"
+
+
+def _fk_columns(table: Table) -> set[str]:
+    return {c.lower() for fk in table.foreign_keys for c in fk.columns}
+
+
+def _own_key_columns(table: Table) -> set[str]:
+    """Columns of the table's keys that are not foreign keys: made fresh in copies."""
+    keys = {c.lower() for c in table.primary_key}
+    for u in table.unique:
+        keys.update(c.lower() for c in u)
+    return keys - _fk_columns(table)
+
+
+def _group_table(schema: Schema, order: list[str], data: dict[str, list[tuple[Any, ...]]],
+                 h: Hints, aim: Aim) -> str | None:
+    """The table whose rows the aggregate counts: the aggregated column's; for ``count(*)``
+    the last table the queries read (children come after their parents) that has rows and
+    whose copies can share a group."""
+    if aim.column is not None:
+        return aim.column[0] if data.get(aim.column[0]) else None
+    candidates = [t for t in reversed(order) if data.get(t)]
+    for t in candidates:
+        table = schema.tables[t]
+        pk = {c.lower() for c in table.primary_key}
+        grouped = {c for (gt, c) in h.sensitive if gt == t}
+        if not pk or not pk <= grouped:
+            return t
+    return candidates[0] if candidates else None
+
+
+def _template(schema: Schema, order: list[str], data: dict[str, list[tuple[Any, ...]]],
+              good: dict[str, list[tuple[Any, ...]]], key: str, rng: random.Random,
+              h: Hints) -> tuple[Any, ...]:
+    """A row of the table that passes the gold query's filters, whose parents (by foreign
+    key or by a join of the queries) pass them too where there are such."""
+    table = schema.tables[key]
+    names = [c.name.lower() for c in table.columns]
+    partners: list[tuple[int, str, int]] = []
+    for fk in table.foreign_keys:
+        parent = fk.table.lower()
+        if len(fk.columns) == 1 and parent in data and fk.columns[0].lower() in names:
+            pnames = [c.name.lower() for c in schema.tables[parent].columns]
+            ref = (fk.ref_columns[0] or "").lower()
+            if ref in pnames:
+                partners.append((names.index(fk.columns[0].lower()), parent, pnames.index(ref)))
+    for a, b in h.links:
+        for (t, c), (pt, pc) in ((a, b), (b, a)):
+            if t == key and (pt, pc) != (t, c) and pt in data and c in names:
+                pnames = [x.name.lower() for x in schema.tables[pt].columns]
+                if pc in pnames:
+                    partners.append((names.index(c), pt, pnames.index(pc)))
+    rows = good.get(key) or data[key]
+    best = []
+    for row in rows:
+        if all(any(key_value(p[j]) == key_value(row[i]) for p in (good.get(pt) or data[pt]))
+               for i, pt, j in partners):
+            best.append(row)
+    if best or not partners:
+        return rng.choice(best or rows)
+    # no row joins: point one at partners (a self-join's manager, a parent that passes)
+    row = list(rng.choice(rows))
+    keys = _own_key_columns(table)
+    for i, pt, j in partners:
+        values = [p[j] for p in (good.get(pt) or data[pt]) if p[j] is not None]
+        if values and names[i] not in keys:
+            row[i] = rng.choice(values)
+    return tuple(row)
+
+
+def _group_values(aim: Aim, target: int | float, column: Column | None, pool: Pool | None,
+                  template: list[Any], index: int | None) -> list[Any] | None:
+    """The aggregated column's values in the group (one per row), or None when the column's
+    type or CHECK list cannot give them.
+
+    >>> _group_values(Aim("count", None, False, 4), 5, None, None, [1], None)
+    [None, None, None, None, None]
+    >>> _group_values(Aim("sum", ("t", "x"), False, 20), 20,
+    ...               Column("x", "INT", allowed=(1, 2, 3, 4, 5, 6)), None, [1], 0)
+    [6, 6, 6, 2]
+    >>> _group_values(Aim("count", ("t", "x"), True, 3), 3, Column("x", "TEXT"), None, ["a"], 0)
+    ['a', 'a1', 'a2']
+    """
+    allowed = list(column.allowed) if column is not None and column.allowed else None
+    current = template[index] if index is not None else None
+    if aim.function == "count":
+        n = int(target)
+        if aim.column is None:
+            return [current] * n
+        if not aim.distinct:
+            value = current if current is not None else _some_value(column, pool)
+            return [value] * n
+        return _distinct_values(column, pool, current, n)
+    assert column is not None
+    integral = column.kind in ("int", "bool")
+    if integral and not float(target).is_integer():
+        return None
+    if aim.function in ("min", "max"):
+        other = target + (1 if aim.function == "min" else -1)
+        values = [target, other]
+        if allowed is not None:
+            values = [v for v in values if v in allowed][:2]
+            return values if target in values else None
+        return [int(v) if integral else v for v in values]
+    if aim.function == "avg":
+        if allowed is not None:
+            if target in allowed:
+                return [target, target]
+            pairs = [(a, b) for a in allowed for b in allowed
+                     if isinstance(a, int | float) and isinstance(b, int | float)
+                     and a + b == 2 * target]
+            return list(pairs[0]) if pairs else None
+        spread = 1 if integral else 0.5
+        return [target - spread, target + spread] if not integral else \
+            [int(target) - 1, int(target) + 1]
+    # sum
+    if allowed is not None:
+        numbers = sorted((v for v in allowed if isinstance(v, int | float) and v > 0),
+                         reverse=True)
+        values, left = [], target
+        for v in numbers:
+            while left >= v and len(values) < MAX_GROUP:
+                values.append(v)
+                left -= v
+        return values if left == 0 and values else None
+    if integral:
+        half = int(target) // 2
+        return [half, int(target) - half]
+    return [target / 2, target - target / 2]
+
+
+def _some_value(column: Column | None, pool: Pool | None) -> Any:
+    if pool is not None:
+        for values in (pool.passing, pool.exact, pool.other, pool.near):
+            if values:
+                return values[0]
+    return _DEFAULTS[column.kind][1] if column is not None else 1
+
+
+def _distinct_values(column: Column | None, pool: Pool | None, current: Any,
+                     n: int) -> list[Any] | None:
+    kind = column.kind if column is not None else "text"
+    if column is not None and column.allowed:
+        values = list(column.allowed)[:n]
+        return values if len(values) == n else None
+    start = current if current is not None else _some_value(column, pool)
+    if kind in ("int", "bool") and kind != "bool":
+        start = start if isinstance(start, int) else 0
+        return [start + i for i in range(n)]
+    if kind == "real":
+        start = start if isinstance(start, int | float) else 0.0
+        return [start + i for i in range(n)]
+    if kind == "bool":
+        return [0, 1][:n] if n <= 2 else None
+    if kind == "date":
+        base = date(2020, 1, 1)
+        return [(base + timedelta(days=i)).isoformat() for i in range(n)]
+    start = str(start)
+    return [start] + [f"{start}{i}" for i in range(1, n)]
+
+
+def _fresh_keys(table: Table, row: list[Any], n: int,
+                existing: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row with fresh values in its own key columns (not in ``existing``)."""
+    names = [c.name.lower() for c in table.columns]
+    for name in _own_key_columns(table):
+        i = names.index(name)
+        column = table.columns[i]
+        taken = {key_value(r[i]) for r in existing}
+        if column.kind in ("int", "real", "bool"):
+            value = max((v for v in taken if isinstance(v, int | float)), default=0) + 1
+            row[i] = int(value) if column.kind != "real" else float(value)
+        elif column.kind == "date":
+            day = date(2030, 1, 1) + timedelta(days=n)
+            while day.isoformat() in taken:
+                day += timedelta(days=1)
+            row[i] = day.isoformat()
+        else:
+            text, m = f"{row[i]}-{n}", n
+            while text in taken:
+                m += 1
+                text = f"{row[i]}-{m}"
+            row[i] = text
+    return tuple(row)
+
+
+def _repeat_keys(schema: Schema, order: list[str], data: dict[str, list[tuple[Any, ...]]],
+                 good: dict[str, list[tuple[Any, ...]]], h: Hints, pools: dict[ColumnKey, Pool],
+                 rng: random.Random, variant: int) -> str:
+    """Rows that repeat a grouped, DISTINCT or joined column the schema does not declare
+    unique, with the other columns different: ``GROUP BY id, dept`` and ``GROUP BY id``
+    differ only when one id has two departments."""
+    columns = sorted(k for k in h.grouped if data.get(k[0]))
+    if not columns:
+        return "no undeclared key to repeat"
+    key = columns[variant % len(columns)]
+    table = schema.tables[key[0]]
+    names = [c.name.lower() for c in table.columns]
+    template = list(_template(schema, order, data, good, key[0], rng, h))
+    i = names.index(key[1])
+    rows = data[key[0]]
+    if len(rows) > 2 and len({r[i] for r in rows}) < 2 and key[1] not in _fk_columns(table):
+        # every row holds one value: the others than the template get other values, so that
+        # the repeated value is not the only one
+        values = _distinct_values(table.columns[i], pools.get(key), template[i], len(rows) + 1)
+        if values is not None and len(values) > len(rows):
+            it = iter(values[1:])
+            data[key[0]] = [r if list(r) == template else (*r[:i], next(it), *r[i + 1:])
+                            for r in rows]
+    if key in h.ordered:  # a tie at the cut: repeat the first row of the order
+        i = names.index(key[1])
+        rows = [r for r in data[key[0]] if r[i] is not None]
+        numbers = [r for r in rows if isinstance(r[i], int | float)]
+        if numbers or rows:
+            pick = max if h.ordered[key] else min
+            template = list(pick(numbers or rows, key=lambda r: r[i] if numbers else str(r[i])))
+    if template[names.index(key[1])] is None:
+        return f"no value of {table.name}.{key[1]} to repeat"
+    protected = _fk_columns(table) | {key[1]}
+    row = list(template)
+    changed = []
+    for i, column in enumerate(table.columns):
+        name = names[i]
+        if name in protected or name in _own_key_columns(table):
+            continue
+        pool = pools.get((key[0], name))
+        options = [v for v in ([*pool.passing, *pool.exact, *pool.other] if pool else [])
+                   if v != row[i]]
+        if options:
+            row[i] = rng.choice(options[:4])
+            changed.append(column.name)
+    copy = _fresh_keys(table, row, 1, data[key[0]])
+    data[key[0]].append(copy)
+    children = _copy_children(schema, order, data, key[0], tuple(template), copy,
+                              one_more=variant % 3 == 2, repeated=names.index(key[1]))
+    return (f"a second {table.name} row with {table.name}.{key[1]} = "
+            f"{template[names.index(key[1])]!r} and other {', '.join(changed) or 'keys'}"
+            + (f", with copies of its {children} child rows" if children else ""))
+
+
+def _copy_children(schema: Schema, order: list[str], data: dict[str, list[tuple[Any, ...]]],
+                   parent: str, original: tuple[Any, ...], copy: tuple[Any, ...],
+                   *, one_more: bool = False, repeated: int | None = None) -> int:
+    """Give ``copy`` (a new row of ``parent``) copies of ``original``'s children in the
+    tables of ``data``, so that counts per parent are tied; with ``one_more``, another parent
+    whose ``repeated`` column differs gets one child more than ``original`` (so that counts
+    summed over the repeated value and counts per parent put different rows first). Returns
+    how many rows were added."""
+    pnames = [c.name.lower() for c in schema.tables[parent].columns]
+    added = 0
+    for t in order:
+        if t == parent:
+            continue
+        table = schema.tables[t]
+        names = [c.name.lower() for c in table.columns]
+        for fk in table.foreign_keys:
+            if fk.table.lower() != parent or len(fk.columns) != 1:
+                continue
+            ref = (fk.ref_columns[0] or "").lower()
+            col = fk.columns[0].lower()
+            if ref not in pnames or col not in names:
+                continue
+            j, i = pnames.index(ref), names.index(col)
+            if key_value(original[j]) == key_value(copy[j]):
+                continue  # the reference did not change: the children are shared already
+            children = [r for r in data[t] if key_value(r[i]) == key_value(original[j])][:10]
+            for n, child in enumerate(children):
+                row = list(child)
+                row[i] = copy[j]
+                data[t].append(_fresh_keys(table, row, n + 2, data[t]))
+                added += 1
+            others = [p for p in data[parent] if p[j] is not None and
+                      key_value(p[j]) not in (key_value(original[j]), key_value(copy[j])) and
+                      (repeated is None or p[repeated] != original[repeated])]
+            if one_more and len(children) >= 2 and others:
+                other = others[0]
+                data[t] = [r for r in data[t] if key_value(r[i]) != key_value(other[j])]
+                for n, child in enumerate(children + children[:1]):
+                    row = list(child)
+                    row[i] = other[j]
+                    data[t].append(_fresh_keys(table, row, n + 20, data[t]))
+                    added += 1
+    return added
 
 
 def _link_map(h: Hints) -> dict[ColumnKey, list[ColumnKey]]:

@@ -20,18 +20,16 @@ a database, in this module. Each is a bounded LRU, safe to share between threads
 
 from __future__ import annotations
 
-import pickle
 import threading
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
-
 import evalharness.memo
+from evalharness_sql import workers
+from evalharness_sql.clauses import clause_items
+from evalharness_sql.normalform import NormalForm, compute_normal_form
 
 if TYPE_CHECKING:
     from evalharness_sql.engines import Engine
@@ -174,47 +172,10 @@ def engine_key(engine: Engine | None) -> Any:
     return id(engine)
 
 
-@dataclass(frozen=True)
-class NormalForm:
-    """A query's normal form: the tree (kept pickled: a sqlglot tree takes about seven times
-    the memory of its pickle, and unpickling is as fast as copying), whether it was qualified
-    against the schema, and its SQL text."""
-
-    blob: bytes
-    qualified: bool
-    sql: str
-    derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-    """What is computed from the tree once (its clause items per dialect)."""
-
-    @property
-    def tree(self) -> exp.Expression:
-        """A fresh copy of the normal form's tree, the caller's own."""
-        return pickle.loads(self.blob)
-
-    def clauses(self, dialect: str) -> dict[str, Counter]:
-        """:func:`~evalharness_sql.clauses.clause_items` of the tree, computed once (read
-        only); raises what that raises."""
-        from evalharness_sql.clauses import clause_items
-
-        key = ("clauses", dialect)
-        found = self.derived.get(key)
-        if found is None:
-            try:
-                found = clause_items(self.tree, dialect)
-            except Exception as exc:  # noqa: BLE001 - remembered, and raised again below
-                found = exc
-            self.derived[key] = found
-        if isinstance(found, BaseException):
-            raise found
-        return found  # shared: callers compare and combine the counters, never change them
-
-
 def pair_clauses(pair: Pair) -> tuple[dict[str, Counter], dict[str, Counter]]:
     """The clause items of what :func:`~evalharness_sql.taxonomy.categorize` and the
     ``clause_f1`` metric compare — the pair's normal forms when the normalise stage made
     them, else its parse trees — the normal forms' computed once per query text."""
-    from evalharness_sql.clauses import clause_items
-
     forms = pair.normal_forms
     if forms is not None:
         return forms[0].clauses(pair.dialect), forms[1].clauses(pair.dialect)
@@ -237,7 +198,7 @@ def normal_form_entry(sql: str, dialect: str, engine: Engine | None) -> NormalFo
 
     def compute() -> NormalForm | Exception:
         try:
-            return _normal_form(sql, dialect, engine)
+            return compute_normal_form(sql, dialect, engine)
         except Exception as exc:  # noqa: BLE001 - remembered, and raised again below
             return exc
 
@@ -252,8 +213,6 @@ def prefetch_normal_forms(texts: Iterable[str | None], dialect: str,
     """Hand the normal forms a batch is about to need to helper processes
     (:mod:`evalharness_sql.workers`) — when the database is a SQLite file and its memo is past
     the warm-up — so they are computed on another CPU while the evaluation goes on."""
-    from evalharness_sql import workers
-
     path = getattr(engine, "path", None)
     if engine is None or path is None or getattr(engine, "name", None) != "sqlite":
         return
@@ -277,23 +236,3 @@ def _elsewhere(future: Future | None) -> Future:
     if future is None:
         raise RuntimeError("no SQL helper process is free")
     return future
-
-
-def _normal_form(sql: str, dialect: str, engine: Engine | None) -> NormalForm:
-    from evalharness_sql.clauses import clause_items
-    from evalharness_sql.rules import normalize
-    from evalharness_sql.sandbox import parse_statements
-
-    statements = parse_statements(sql, dialect)
-    if len(statements) != 1:
-        raise SqlglotError(f"expected one statement, found {len(statements)}")
-    schema = engine.schema() if engine is not None else None
-    state: dict[str, Any] = {}
-    tree = normalize(statements[0], schema=schema, dialect=dialect, state=state)
-    form = NormalForm(pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL),
-                      bool(state.get("qualified")), tree.sql(dialect=dialect, comments=False))
-    try:  # nearly every normal form is compared clause by clause: do it on the tree at hand
-        form.derived[("clauses", dialect)] = clause_items(tree, dialect)
-    except Exception:  # noqa: BLE001 - computed (and raised) again when asked for
-        pass
-    return form

@@ -33,6 +33,9 @@ import threading
 from concurrent.futures import Future
 from typing import IO, Any
 
+from evalharness_sql.engines import SQLiteEngine
+from evalharness_sql.normalform import compute_normal_form
+
 WARMUP = 256
 """Normal forms of one database computed in-process before helpers are used."""
 
@@ -232,16 +235,13 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> No
 
 def _answer(sql: str, dialect: str, path: str, fingerprint: str,
             engines: dict[str, Any]) -> bytes:
-    from evalharness_sql.engines import SQLiteEngine
-    from evalharness_sql.memo import _normal_form
-
     try:
         engine = engines.get(path)
         if engine is None:
             engine = engines[path] = SQLiteEngine(path)
         if engine.fingerprint() != fingerprint:
             return pickle.dumps(Unavailable(f"{path} changed"))
-        value: Any = _normal_form(sql, dialect, engine)
+        value: Any = compute_normal_form(sql, dialect, engine)
     except Exception as exc:  # noqa: BLE001 - the caller re-raises it, as in-process
         value = exc
     try:
