@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -30,7 +31,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from evalharness_sql import Options, check_many
+from evalharness_sql import Options, workers
+from evalharness_sql.parallel import check_databases
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "benchmarks" / "sql_pairs"
@@ -69,21 +71,25 @@ def sha256(path: Path) -> str:
 
 
 def run(pairs: list[dict], workdir: Path, options: Options) -> tuple[list, float]:
+    """The verdicts of the pairs (no judge), and the seconds they took: every database's
+    pairs in one batch, spread over this process and the SQL helper processes."""
     by_db: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(pairs):
         by_db[p["db"]].append(i)
-    verdicts: list = [None] * len(pairs)
+    paths = {db: database_path(db, workdir) for db in by_db}
+    before = {db: sha256(path) for db, path in paths.items()}
     start = time.perf_counter()
-    for db, indices in sorted(by_db.items()):
-        path = database_path(db, workdir)
-        before = sha256(path)
-        out = check_many([(pairs[i]["gold"], pairs[i]["predicted"]) for i in indices], path,
-                         "sqlite", options=options)
-        if sha256(path) != before:
-            raise SystemExit(f"the database {path} changed during the run")
-        for i, verdict in zip(indices, out, strict=True):
+    out = check_databases([(paths[db], [(pairs[i]["gold"], pairs[i]["predicted"])
+                                        for i in indices])
+                           for db, indices in sorted(by_db.items())], "sqlite", options=options)
+    seconds = time.perf_counter() - start
+    verdicts: list = [None] * len(pairs)
+    for (db, indices), found in zip(sorted(by_db.items()), out, strict=True):
+        if sha256(paths[db]) != before[db]:
+            raise SystemExit(f"the database {paths[db]} changed during the run")
+        for i, verdict in zip(indices, found, strict=True):
             verdicts[i] = verdict
-    return verdicts, time.perf_counter() - start
+    return verdicts, seconds
 
 
 def summarise(pairs: list[dict], verdicts: list) -> dict:
@@ -125,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if not pairs:
         print("no pairs found", file=sys.stderr)
         return 2
+    helpers = workers.warm()  # started before the clock: a long run keeps them warm
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         verdicts, seconds = run(pairs, workdir, Options(test_suite_size=args.k, seed=args.seed))
@@ -141,8 +148,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  false 'not equivalent'      {sum(s['false_neq'].values())}"
               + _by_stage(s["false_neq"]))
         print(f"  undecided                   {s['undecided']}")
+        tried = sum(v.details.get("databases", 0) for v in verdicts)
+        rejected = sum(v.details.get("databases_rejected", 0) for v in verdicts)
+        minimal = [v.counterexample["minimal"] for v in verdicts
+                   if v.counterexample and "minimal" in v.counterexample]
+        print(f"  test databases              {tried} used, {rejected} rejected by the "
+              "contract check")
+        if minimal:
+            before = sorted(m["rows_before"] for m in minimal)
+            after = sorted(m["rows"] for m in minimal)
+            runs = sorted(m["runs"] for m in minimal)
+            print(f"  counterexamples shrunk      {len(minimal)}: median {before[len(before) // 2]}"
+                  f" rows -> {after[len(after) // 2]} (at most {after[-1]}), median "
+                  f"{runs[len(runs) // 2]} tries")
         print(f"  speed                       {s['n'] / seconds:.1f} pairs/s "
-              f"({seconds:.1f}s in all)")
+              f"({seconds:.1f}s in all; this process and {helpers} helper process"
+              f"{'es' * (helpers != 1)}, {workers.ENV}={os.environ.get(workers.ENV, 'unset')})")
         print("  verdicts per stage:")
         order = ["parse", "normalise", "execute", "test_suite", "judge", "undecided"]
         for stage in sorted(s["stages"], key=lambda x: order.index(x) if x in order else 99):

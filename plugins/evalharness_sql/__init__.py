@@ -27,7 +27,7 @@ from evalharness import MetricValue, hookimpl
 from evalharness.errors import NoOracle
 from evalharness.registry import Evaluator
 from evalharness_sql import sandbox, section
-from evalharness_sql.cascade import STAGES, check_equivalence, check_many, run_cascade
+from evalharness_sql.cascade import STAGES, check_equivalence, run_cascade
 from evalharness_sql.clauses import items_f1
 from evalharness_sql.engines import Column, Schema, Table, open_engine
 from evalharness_sql.memo import (
@@ -37,6 +37,7 @@ from evalharness_sql.memo import (
     pair_clauses,
     prefetch_normal_forms,
 )
+from evalharness_sql.parallel import check_many
 from evalharness_sql.rules import RULES, normalize
 from evalharness_sql.sandbox import parse_statements
 from evalharness_sql.stages.execute import execute

@@ -57,8 +57,8 @@ def _accepts(kind: str, value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "real":
         return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "boolean":
-        return value in (0, 1) and not isinstance(value, float)
+    if kind == "boolean":  # SQLite has no boolean: 0 and 1, or a boolean spelt as text
+        return (value in (0, 1) and not isinstance(value, float)) or isinstance(value, str)
     return isinstance(value, str)
 
 
@@ -70,6 +70,8 @@ def accepts(column: Column, value: Any) -> bool:
     (True, False, False, False)
     >>> accepts(Column("price", "REAL"), 3), accepts(Column("flag", "BOOLEAN"), 2)
     (True, False)
+    >>> accepts(Column("is_male", "bool"), "T")  # as Spider's databases spell it
+    True
     """
     return _accepts(family(column), value)
 
@@ -213,6 +215,20 @@ def coerce(column: Column, value: Any) -> tuple[bool, Any]:
 
 def conform(schema: Schema, order: list[str],
             data: dict[str, list[tuple[Any, ...]]]) -> int:
+    """Make ``data`` a database of the schema in place (see :func:`_conform_once`), pass
+    after pass until nothing changes: a row dropped can leave a child behind in its own table
+    (``employee.mgr_id``). Returns how many values and rows were changed."""
+    changed = 0
+    for _ in range(1 + sum(len(rows) for rows in data.values())):
+        once = _conform_once(schema, order, data)
+        changed += once
+        if not once:
+            break
+    return changed
+
+
+def _conform_once(schema: Schema, order: list[str],
+                  data: dict[str, list[tuple[Any, ...]]]) -> int:
     """Make ``data`` a database of the schema in place, parents (``order``) before children:
     values converted to their column's type where that keeps their meaning, else NULL where
     the column allows it, else the row dropped; rows that repeat a key or lose their parent
@@ -225,7 +241,7 @@ def conform(schema: Schema, order: list[str],
     ...     "CREATE TABLE c (id INTEGER PRIMARY KEY, p_id INT NOT NULL REFERENCES p(id))"
     ... ).schema()
     >>> data = {"p": [(1, "2 "), (1, 3), (2, "a")], "c": [(1, 2), (2, 9)]}
-    >>> conform(schema, ["p", "c"], data), data
+    >>> _conform_once(schema, ["p", "c"], data), data
     (4, {'p': [(1, 2), (2, None)], 'c': [(1, 2)]})
     """
     changed = 0

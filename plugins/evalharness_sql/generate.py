@@ -35,7 +35,7 @@ from typing import Any
 from sqlglot import exp
 
 from evalharness_sql.compare import jsonable
-from evalharness_sql.contract import conform, key_value
+from evalharness_sql.contract import coerce, conform, key_value
 from evalharness_sql.engines import Column, Engine, Schema, Table
 from evalharness_sql.lineage import column_tables
 
@@ -549,7 +549,7 @@ def recipes(engine: Engine, h: Hints, k: int, seed: int, pair_key: str,
                 kind = "generated:" + flavour
             variant = variants[flavour] = variants.get(flavour, -1) + 1
             data, steps = _generated(schema, order, h, pools, rng, flavour, variant)
-        changed = conform(schema, order, data)
+        changed = conform(schema, order, data)  # real rows may break their own schema
         if changed:
             steps.append(f"{changed} values or rows outside the schema's types and keys "
                          "converted or dropped")
@@ -605,7 +605,9 @@ def _fits(value: Any, column: Column, strict: bool) -> bool:
     if column.allowed is not None and value not in column.allowed:
         return False
     kind = column.kind
-    if kind in ("int", "bool"):
+    if kind == "bool":  # 0 and 1, or a boolean spelt as text ('T', 'Y', 'true')
+        return (value in (0, 1) and not isinstance(value, float)) or isinstance(value, str)
+    if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "real":
         return isinstance(value, int | float) and not isinstance(value, bool)
@@ -700,12 +702,18 @@ def _pools(schema: Schema, order: list[str], real: dict[str, list[tuple[Any, ...
     for a, b in h.links:  # joined columns draw from one pool, so that joins find partners
         if a in pools and b in pools:
             pa, pb = pools[a], pools[b]
-            merged = Pool(*(_unique([*x, *y]) for x, y in zip(
+            tiers = [_unique([*x, *y]) for x, y in zip(
                 (pa.passing, pa.failing, pa.near, pa.other, pa.exact, pa.boundary,
                  pa.boundary_failing),
                 (pb.passing, pb.failing, pb.near, pb.other, pb.exact, pb.boundary,
-                 pb.boundary_failing), strict=True)))
-            pools[a] = pools[b] = merged
+                 pb.boundary_failing), strict=True)]
+            for k in (a, b):  # each column keeps the values of its own type
+                column = schema.column(*k)
+                if column is None:
+                    continue
+                own = [[v for v in (coerce(column, x)[1] for x in tier)
+                        if v is not None and _fits(v, column, strict)] for tier in tiers]
+                pools[k] = Pool(*(_unique(tier) for tier in own))
     return pools
 
 
@@ -1057,7 +1065,7 @@ def _distinct_values(column: Column | None, pool: Pool | None, current: Any,
         values = list(column.allowed)[:n]
         return values if len(values) == n else None
     start = current if current is not None else _some_value(column, pool)
-    if kind in ("int", "bool") and kind != "bool":
+    if kind == "int":
         start = start if isinstance(start, int) else 0
         return [start + i for i in range(n)]
     if kind == "real":
@@ -1254,7 +1262,8 @@ def _fill(schema: Schema, table: Table, n: int, narrowed: dict[str, list[Any]],
             if name in fk_of:
                 parent, idx = fk_of[name]
                 if data[parent] and (column.notnull or rng.random() > 0.15):
-                    row[name] = parent_row(parent)[idx]
+                    # in the child's type: an INTEGER key is referred to as '3' by TEXT
+                    row[name] = coerce(column, parent_row(parent)[idx])[1]
                 else:
                     row[name] = None
                 continue
@@ -1265,8 +1274,8 @@ def _fill(schema: Schema, table: Table, n: int, narrowed: dict[str, list[Any]],
             if partners and rng.random() < 0.7:
                 pt, pc = rng.choice(partners)
                 pidx = [c.name.lower() for c in schema.tables[pt].columns].index(pc)
-                value = parent_row(pt)[pidx]
-                if value is not None or not column.notnull:
+                fits, value = coerce(column, parent_row(pt)[pidx])
+                if fits and (value is not None or not column.notnull):
                     row[name] = value
                     continue
             row[name] = rng.choice(narrowed[name])
@@ -1283,7 +1292,7 @@ def _fill(schema: Schema, table: Table, n: int, narrowed: dict[str, list[Any]],
                 k = rng.choice(free_columns)
                 column = table.column(k)
                 fresh += 1
-                row[k] = fresh if column is None or column.kind in ("int", "real", "bool") \
+                row[k] = fresh if column is None or column.kind in ("int", "real") \
                     else f"k{fresh}"
                 values = tuple(row[c] for c in key)
                 if values in seen[i] or (i < n_pk and None in values):
@@ -1293,6 +1302,31 @@ def _fill(schema: Schema, table: Table, n: int, narrowed: dict[str, list[Any]],
         for i, key in enumerate(keys):
             seen[i].add(tuple(row[k] for k in key))
         rows.append(tuple(row[c] for c in names))
+    return _self_references(table, rows, rng)
+
+
+def _self_references(table: Table, rows: list[tuple[Any, ...]],
+                     rng: random.Random) -> list[tuple[Any, ...]]:
+    """Point a table's foreign keys into itself (``employee.mgr_id``) at its own rows: one
+    row is a root (NULL, or itself where NULL is not allowed), the others refer to an
+    earlier row."""
+    names = [c.name.lower() for c in table.columns]
+    for fk in table.foreign_keys:
+        if fk.table.lower() != table.name.lower() or len(fk.columns) != 1:
+            continue
+        col, ref = fk.columns[0].lower(), (fk.ref_columns[0] or "").lower()
+        if col not in names or ref not in names:
+            continue
+        i, j = names.index(col), names.index(ref)
+        column = table.columns[i]
+        out = []
+        for n, row in enumerate(rows):
+            if n == 0 or (not column.notnull and rng.random() < 0.2):
+                target = None if not column.notnull else row[j]
+            else:
+                target = rng.choice(out[:n])[j]
+            out.append((*row[:i], coerce(column, target)[1], *row[i + 1:]))
+        rows = out
     return rows
 
 

@@ -201,6 +201,27 @@ def submit(sql: str, dialect: str, path: str, fingerprint: str) -> Future | None
     return helper.submit(next(_IDS), (sql, dialect, path, fingerprint))
 
 
+def warm() -> int:
+    """Start the helper processes and wait until each has answered once (its imports done):
+    what a benchmark does before it starts the clock. Returns how many are running."""
+    running = helpers()
+    futures = [h.submit(next(_IDS), ("SELECT 1", "sqlite", "", "")) for h in running]
+    for future in futures:
+        try:
+            future.result(timeout=60)
+        except Exception:  # noqa: BLE001 - an answer of any kind means the helper is up
+            pass
+    return len(helpers())
+
+
+def submit_chunk(helper: Helper, pairs: list[tuple[str, str]], path: str, fingerprint: str,
+                 dialect: str, predicted_dialect: str | None, options: Any) -> Future:
+    """Ask ``helper`` for the verdicts of a chunk of pairs on the SQLite file ``path``
+    (:func:`evalharness_sql.parallel.check_chunk`)."""
+    return helper.submit(next(_IDS), ("chunk", pairs, path, fingerprint, dialect,
+                                      predicted_dialect, options))
+
+
 def close_all() -> None:
     """Stop the helper processes (at exit; a later :func:`submit` starts none)."""
     with _LOCK:
@@ -228,9 +249,25 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> No
         message = _receive(stdin)
         if message is None:
             return
-        request_id, (sql, dialect, path, fingerprint) = pickle.loads(message)
-        _send(stdout, pickle.dumps((request_id, _answer(sql, dialect, path, fingerprint,
-                                                        engines))))
+        request_id, request = pickle.loads(message)
+        if request[0] == "chunk":
+            answer = _chunk(*request[1:])
+        else:
+            sql, dialect, path, fingerprint = request
+            answer = _answer(sql, dialect, path, fingerprint, engines)
+        _send(stdout, pickle.dumps((request_id, answer)))
+
+
+def _chunk(*args: Any) -> bytes:
+    """The verdicts of a chunk of pairs (a whole cascade; the module is imported here, on the
+    helper's side only, so that the cascade and this module do not import each other)."""
+    import importlib
+
+    try:
+        value: Any = importlib.import_module("evalharness_sql.parallel").check_chunk(*args)
+        return pickle.dumps(value)
+    except Exception as exc:  # noqa: BLE001 - the caller does the chunk itself
+        return pickle.dumps(Unavailable(f"{type(exc).__name__}: {exc}"))
 
 
 def _answer(sql: str, dialect: str, path: str, fingerprint: str,
