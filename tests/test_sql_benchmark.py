@@ -210,3 +210,21 @@ def test_the_benchmark_agrees_with_its_labels(benchmark_run):
     assert agree / len(benchmark_run) >= 0.97
     assert false_eq / non_equivalent <= 0.03
     assert undecided / len(benchmark_run) <= 0.01
+
+
+def test_verdicts_are_the_same_in_one_process_and_spread_over_helpers(bench, benchmark_run,
+                                                                       workdir):
+    """The benchmark spreads its pairs over the helper processes; a verdict depends only on
+    its pair, so one process alone gives the same ones."""
+    from evalharness_sql import workers
+    from evalharness_sql.cascade import check_many as in_process
+
+    if not workers.helpers():
+        pytest.skip("no SQL helper process on this machine (one CPU, or "
+                    "EVALHARNESS_SQL_HELPERS=0): nothing was spread")
+    for db in ("payroll", "concert_singer", "shop"):
+        chosen = [(p, v) for p, v in benchmark_run if p["db"] == db][:24]
+        here = in_process([(p["gold"], p["predicted"]) for p, _ in chosen],
+                          bench.database_path(db, workdir))
+        for (p, spread), alone in zip(chosen, here, strict=True):
+            assert spread.to_dict() == alone.to_dict(), p["id"]

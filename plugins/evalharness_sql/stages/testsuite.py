@@ -88,12 +88,11 @@ def test_suite(pair: Pair) -> Verdict | None:
             return _out_of_budget(pair, tried)
         tried += 1
         rows_seen = rows_seen or bool(gold.rows)
-        database = recipe.to_dict(schema)
         if predicted.status in ("too_many_rows", "too_large"):
             verdict = too_large_verdict(pair, "test_suite", predicted, recipe.describe(),
                                         "the gold query runs")
             assert verdict.counterexample is not None
-            verdict.counterexample["database"] = database
+            verdict.counterexample["database"] = recipe.to_dict(schema)
             return verdict
         if not predicted.ok:
             category = "timeout" if predicted.status == "timeout" else (
@@ -102,13 +101,14 @@ def test_suite(pair: Pair) -> Verdict | None:
             return Verdict(False, "test_suite",
                            f"the predicted query fails on {recipe.describe()} where the gold "
                            f"query runs: {predicted.summary()}",
-                           {"kind": "error", "database": database, "error": predicted.summary()},
+                           {"kind": "error", "database": recipe.to_dict(schema),
+                            "error": predicted.summary()},
                            category)
         comparison = compare(expected(gold.rows, ordering), predicted.rows,
                              len(visible(gold, ordering)), len(predicted.columns),
                              tolerance=opts.float_tolerance, allowed=allowed)
         if not comparison.equal:
-            counterexample = {"kind": "rows", "database": database,
+            counterexample = {"kind": "rows", "database": recipe.to_dict(schema),
                               **comparison.counterexample(),
                               "gold_columns": visible(gold, ordering),
                               "predicted_columns": predicted.columns}
