@@ -125,6 +125,8 @@ def violations(schema: Schema, data: dict[str, list[tuple[Any, ...]]]) -> list[s
      "c row 2: (p_id) = ('x') has no parent row in p"]
     """
     out: list[str] = []
+    if all(_valid(schema, key, rows, data) for key, rows in data.items()):
+        return out  # the common case, checked column by column; the words only when needed
     for key, rows in data.items():
         table = schema.tables.get(key)
         if table is None or table.is_view or not rows:
@@ -227,6 +229,38 @@ def conform(schema: Schema, order: list[str],
     return changed
 
 
+def _valid(schema: Schema, key: str, rows: list[tuple[Any, ...]],
+           data: dict[str, list[tuple[Any, ...]]]) -> bool:
+    """:func:`_valid_table` for one table of ``data``, with its foreign keys into ``data``."""
+    table = schema.tables.get(key)
+    if table is None or table.is_view or not rows:
+        return True
+    names = [c.name.lower() for c in table.columns]
+    keys = ([table.primary_key] if table.primary_key else []) + list(table.unique)
+    return _valid_table(table, [family(c) for c in table.columns], rows, names, keys,
+                        _parents(schema, table, names, data))
+
+
+def _parents(schema: Schema, table: Any, names: list[str],
+             data: dict[str, list[tuple[Any, ...]]]) -> list[Any]:
+    """The table's foreign keys into ``data``: ``(child columns, parent key columns, the
+    parents' keys present)``."""
+    parents = []
+    for fk in table.foreign_keys:
+        parent = schema.tables.get(fk.table.lower())
+        if parent is None or fk.table.lower() not in data:
+            continue
+        pnames = [c.name.lower() for c in parent.columns]
+        if all(c.lower() in names for c in fk.columns) and \
+                all(r and r.lower() in pnames for r in fk.ref_columns):
+            pidx = [pnames.index(r.lower()) for r in fk.ref_columns]
+            parents.append(([names.index(c.lower()) for c in fk.columns],
+                            [parent.columns[i] for i in pidx],
+                            {tuple(key_value(r[i]) for i in pidx)
+                             for r in data[fk.table.lower()]}))
+    return parents
+
+
 _TYPES: dict[str, set[type]] = {
     "integer": {int, type(None)}, "real": {int, float, type(None)},
     "text": {str, type(None)}, "date": {str, type(None)}, "boolean": {int, str, type(None)}}
@@ -294,19 +328,7 @@ def _conform_once(schema: Schema, order: list[str],
         keys = [table.primary_key] if table.primary_key else []
         keys += list(table.unique)
         seen: list[set[tuple[Any, ...]]] = [set() for _ in keys]
-        parents = []
-        for fk in table.foreign_keys:
-            parent = schema.tables.get(fk.table.lower())
-            if parent is None or fk.table.lower() not in data:
-                continue
-            pnames = [c.name.lower() for c in parent.columns]
-            if all(c.lower() in names for c in fk.columns) and \
-                    all(r and r.lower() in pnames for r in fk.ref_columns):
-                pidx = [pnames.index(r.lower()) for r in fk.ref_columns]
-                parents.append(([names.index(c.lower()) for c in fk.columns],
-                                [parent.columns[i] for i in pidx],
-                                {tuple(key_value(r[i]) for i in pidx)
-                                 for r in data[fk.table.lower()]}))
+        parents = _parents(schema, table, names, data)
         if _valid_table(table, kinds, rows, names, keys, parents):
             continue  # the common case, checked column by column
         for row in rows:

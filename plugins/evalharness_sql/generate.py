@@ -462,14 +462,9 @@ def like_matches(pattern: str) -> list[str]:
 
 
 def _unique(values: Any) -> list[Any]:
-    out: list[Any] = []
+    """The values in order, each once (``1``, ``1.0`` and ``True`` are different values)."""
     seen: set[Any] = set()
-    for v in values:
-        k = (type(v).__name__, v)
-        if k not in seen:
-            seen.add(k)
-            out.append(v)
-    return out
+    return [v for v in values if not ((k := (type(v), v)) in seen or seen.add(k))]
 
 
 # --------------------------------------------------------------------------------------------
