@@ -1248,12 +1248,18 @@ def _fill(schema: Schema, table: Table, n: int, narrowed: dict[str, list[Any]],
     seen: list[set[tuple[Any, ...]]] = [set() for _ in keys]
     rows: list[tuple[Any, ...]] = []
     fresh = 100
+    joined: dict[str, list[tuple[str, int]]] = {}  # the columns each column is joined with
+    for name in names:
+        found = []
+        for pt, pc in links.get((t, name), []):
+            if pt in data and data[pt]:
+                found.append((pt, [c.name.lower() for c in schema.tables[pt].columns].index(pc)))
+        joined[name] = found
     for _ in range(n * 3):
         if len(rows) >= n:
             break
         row: dict[str, Any] = {}
-        for column in table.columns:
-            name = column.name.lower()
+        for column, name in zip(table.columns, names, strict=True):
             if name in fk_of:
                 parent, idx = fk_of[name]
                 if data[parent] and (column.notnull or rng.random() > 0.15):
@@ -1265,10 +1271,9 @@ def _fill(schema: Schema, table: Table, n: int, narrowed: dict[str, list[Any]],
             if not column.notnull and rng.random() < null_rate:
                 row[name] = None
                 continue
-            partners = [p for p in links.get((t, name), []) if p[0] in data and data[p[0]]]
+            partners = joined[name]
             if partners and rng.random() < 0.7:
-                pt, pc = rng.choice(partners)
-                pidx = [c.name.lower() for c in schema.tables[pt].columns].index(pc)
+                pt, pidx = rng.choice(partners)
                 fits, value = coerce(column, parent_row(pt)[pidx])
                 if fits and (value is not None or not column.notnull):
                     row[name] = value

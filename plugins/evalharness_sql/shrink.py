@@ -3,7 +3,8 @@
 A test database that separates two queries holds a few dozen rows, most of them beside the
 point. :func:`shrink` removes rows while the database still separates the queries and is still
 a database of the schema, until no single row can go (Zeller and Hildebrandt's *ddmin*, 2002:
-remove halves, then quarters, ... then single rows), within a budget of query runs. A row whose
+remove halves, then quarters, ... then single rows; each pass removes every part that can go),
+within a budget of query runs. A row whose
 parent is removed goes with it (a foreign key must point at an existing row), so every
 candidate is valid by construction.
 """
@@ -68,24 +69,24 @@ def shrink(schema: Schema, order: list[str], data: Data, separates: Callable[[Da
     best = data
     n = 2
     while len(items) >= 2 and runs < max_runs:
-        size = max(1, len(items) // n)
+        size = -(-len(items) // n)
         chunks = [items[i:i + size] for i in range(0, len(items), size)]
-        reduced = False
-        tries = ([(c, True) for c in chunks] if n > 2 else []) + [(c, False) for c in chunks]
-        for chunk, alone in tries:
+        removed = False
+        for chunk in chunks:  # one pass: every chunk that can go, goes
             if runs >= max_runs:
                 break
-            chosen = chunk if alone else [x for x in items if x not in set(chunk)]
-            if not chosen:
+            gone = set(chunk)
+            chosen = [x for x in items if x not in gone]
+            if not chosen or len(chosen) == len(items):
                 continue
             ok, kept, candidate = test(chosen)
             if ok:
                 items, best = kept, candidate
-                n = 2 if alone else max(n - 1, 2)
-                reduced = True
-                break
-        if not reduced:
-            if n >= len(items):
-                break
+                removed = True
+        if removed:
+            n = max(n - 1, 2)
+        elif n >= len(items):
+            break
+        else:
             n = min(len(items), n * 2)
     return {t: rows for t, rows in best.items() if t in data}, runs
