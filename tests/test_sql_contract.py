@@ -138,6 +138,19 @@ def test_queries_that_can_never_return_a_row_are_equivalent(verdicts):
     assert "never" in verdict.reason
 
 
+def test_a_value_the_check_list_forbids_makes_a_query_empty(database):
+    """credits may only be 1..6: neither query can return a row, so they are equivalent; a
+    value that may match under another affinity ('6') is not taken for a contradiction."""
+    empty, maybe = check_many([
+        ("SELECT title FROM course WHERE credits = 9",
+         "SELECT title FROM course WHERE credits IN (7, 8) AND dept_name = 'Music'"),
+        ("SELECT title FROM course WHERE credits = 9",
+         "SELECT title FROM course WHERE credits = '6'")], database)
+    assert empty.equivalent is True and empty.stage == "normalise", empty.reason
+    assert "CHECK constraint" in empty.reason
+    assert maybe.stage != "normalise"
+
+
 def test_a_key_that_is_not_declared_is_not_assumed(verdicts):
     verdict = verdicts[UNDECLARED_KEY]
     assert verdict.equivalent is False, verdict.reason

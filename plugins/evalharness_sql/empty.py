@@ -5,7 +5,10 @@ What is recognised, on a normal form (inner joins' ``ON`` conditions are in ``WH
 a ``WHERE`` conjunct that is false (``WHERE FALSE``), a column both ``IS NULL`` and compared by
 a conjunct that no NULL passes (``a.mgr IS NULL AND a.mgr = b.mgr``), two comparisons of the
 same two columns that no ordering passes (``a.x < a.y AND a.x > a.y``, with the same column on
-the left, so one collation applies), ``LIMIT 0``, and set operations of such queries. A query with an aggregate and no ``GROUP BY`` is never empty: it
+the left, so one collation applies), an equality or ``IN`` list that no value of the column's
+``CHECK (column IN (...))`` list passes (given the schema; a value that might match under
+another affinity or a case-insensitive collation counts as passing), ``LIMIT 0``, and set
+operations of such queries. A query with an aggregate and no ``GROUP BY`` is never empty: it
 returns one row even from no rows.
 """
 
@@ -13,11 +16,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from evalharness_sql.engines import Schema
+
 _NULL_REJECTING = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike,
                    exp.Glob, exp.In, exp.Between)
 
 
-def never_returns_rows(tree: exp.Expression) -> str | None:
+def never_returns_rows(tree: exp.Expression, schema: Schema | None = None) -> str | None:
     """Why ``tree`` returns no row on any database, or None when it may return one.
 
     >>> import sqlglot
@@ -32,16 +37,26 @@ def never_returns_rows(tree: exp.Expression) -> str | None:
     >>> never_returns_rows(sqlglot.parse_one("SELECT x FROM t WHERE t.a < t.b AND t.a > t.b"))
     'no row passes both comparisons of t.a with t.b'
     >>> never_returns_rows(sqlglot.parse_one("SELECT x FROM t WHERE t.a <= t.b AND t.a >= t.b"))
+    >>> from evalharness_sql.engines import SQLiteEngine
+    >>> schema = SQLiteEngine.from_ddl(
+    ...     "CREATE TABLE d (name TEXT, grade TEXT CHECK (grade IN ('junior', 'senior')))").schema()
+    >>> never_returns_rows(sqlglot.parse_one("SELECT d.name FROM d AS d WHERE d.grade = 'intern'"),
+    ...                    schema)
+    "d.grade = 'intern' can never hold: the CHECK constraint of d.grade allows only 'junior', 'senior'"
+    >>> never_returns_rows(sqlglot.parse_one("SELECT d.name FROM d AS d WHERE d.grade = 'Junior'"),
+    ...                    schema) is None
+    True
     """
     while isinstance(tree, exp.Subquery | exp.Paren):
         tree = tree.this
     if isinstance(tree, exp.Union):
-        left, right = never_returns_rows(tree.left), never_returns_rows(tree.right)
+        left = never_returns_rows(tree.left, schema)
+        right = never_returns_rows(tree.right, schema)
         return f"{left}; {right}" if left and right else None
     if isinstance(tree, exp.Intersect):
-        return never_returns_rows(tree.left) or never_returns_rows(tree.right)
+        return never_returns_rows(tree.left, schema) or never_returns_rows(tree.right, schema)
     if isinstance(tree, exp.Except):
-        return never_returns_rows(tree.left)
+        return never_returns_rows(tree.left, schema)
     if not isinstance(tree, exp.Select):
         return None
     limit = tree.args.get("limit")
@@ -61,6 +76,10 @@ def never_returns_rows(tree: exp.Expression) -> str | None:
         if isinstance(c, exp.Is) and isinstance(c.expression, exp.Null) and \
                 isinstance(c.this, exp.Column):
             null[c.this.sql()] = c
+    if schema is not None:
+        why = _outside_check_list(tree, conjuncts, schema)
+        if why:
+            return why
     relations: dict[tuple[str, str], frozenset[str]] = {}
     for c in conjuncts:
         outcomes = _OUTCOMES.get(type(c))
@@ -80,6 +99,50 @@ def never_returns_rows(tree: exp.Expression) -> str | None:
             if isinstance(operand, exp.Column) and operand.sql() in null:
                 return (f"{operand.sql()} IS NULL, and {c.sql()} is never true for NULL")
     return None
+
+
+def _outside_check_list(select: exp.Select, conjuncts: list[exp.Expression],
+                        schema: Schema) -> str | None:
+    """A conjunct ``column = value`` or ``column IN (values)`` that no value of the column's
+    ``CHECK (column IN (...))`` list passes (NULL passes neither)."""
+    tables = {}
+    source = select.args.get("from_") or select.args.get("from")  # (the key's sqlglot names)
+    for table in [source, *(select.args.get("joins") or [])]:
+        node = table.this if table is not None else None
+        if isinstance(node, exp.Table):
+            tables[node.alias_or_name.lower()] = node.name.lower()
+    for c in conjuncts:
+        if isinstance(c, exp.EQ):
+            column, values = (c.this, [c.expression]) if isinstance(c.this, exp.Column) \
+                else (c.expression, [c.this])
+        elif isinstance(c, exp.In) and not c.args.get("query"):
+            column, values = c.this, list(c.expressions)
+        else:
+            continue
+        if not isinstance(column, exp.Column) or column.table.lower() not in tables or \
+                not all(isinstance(v, exp.Literal) for v in values):
+            continue
+        declared = schema.column(tables[column.table.lower()], column.name)
+        if declared is None or declared.allowed is None:
+            continue
+        if not any(_may_equal(v, a) for v in values for a in declared.allowed):
+            return (f"{c.sql()} can never hold: the CHECK constraint of {column.sql()} "
+                    f"allows only {', '.join(map(repr, declared.allowed))}")
+    return None
+
+
+def _may_equal(literal: exp.Literal, allowed: object) -> bool:
+    """Whether a literal might equal an allowed value under any affinity or collation
+    (``'2'`` and ``2``, ``'Junior'`` and ``'junior'`` count as possibly equal)."""
+    forms = {literal.name.lower()}
+    try:
+        forms.add(str(float(literal.name)))
+    except ValueError:
+        pass
+    allowed_forms = {str(allowed).lower()}
+    if isinstance(allowed, int | float) and not isinstance(allowed, bool):
+        allowed_forms.add(str(float(allowed)))
+    return bool(forms & allowed_forms)
 
 
 _OUTCOMES = {exp.LT: frozenset(("lt",)), exp.LTE: frozenset(("lt", "eq")),

@@ -6,6 +6,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from evalharness_sql.empty import never_returns_rows
+from evalharness_sql.engines import Engine
 from evalharness_sql.memo import normal_form_entry
 from evalharness_sql.normalform import NormalForm
 from evalharness_sql.verdict import Pair, Verdict
@@ -57,20 +58,21 @@ def normalise(pair: Pair) -> Verdict | None:
     gold, pred = forms
     pair.normal_forms = (gold, pred)  # the trees, pair.gold_normal etc., are made when used
     if gold.sql != pred.sql:
-        return _both_empty(gold, pred)
+        return _both_empty(gold, pred, pair.engine if gold.qualified and pred.qualified else None)
     qualified = gold.qualified and pred.qualified
     how = "identical normal forms" + (" (qualified against the schema)" if qualified else "")
     return Verdict(True, "normalise", how, details={"normal_form": gold.sql})
 
 
-def _both_empty(gold: NormalForm, pred: NormalForm) -> Verdict | None:
+def _both_empty(gold: NormalForm, pred: NormalForm, engine: Engine | None) -> Verdict | None:
     """*Equivalent* when neither query can return a row on any database
     (:func:`evalharness_sql.empty.never_returns_rows`): a contradiction only the normal form
     shows, since every test database would give both an empty result."""
     if not all(" WHERE " in form.sql.upper() or "LIMIT 0" in form.sql.upper()
                for form in (gold, pred)):
         return None  # the common case, decided without unpickling the trees
-    why_gold, why_pred = never_returns_rows(gold.tree), never_returns_rows(pred.tree)
+    schema = engine.schema() if engine is not None else None
+    why_gold, why_pred = never_returns_rows(gold.tree, schema), never_returns_rows(pred.tree, schema)
     if why_gold is None or why_pred is None:
         return None
     return Verdict(True, "normalise",
