@@ -228,3 +228,34 @@ def test_verdicts_are_the_same_in_one_process_and_spread_over_helpers(bench, ben
                           bench.database_path(db, workdir))
         for (p, spread), alone in zip(chosen, here, strict=True):
             assert spread.to_dict() == alone.to_dict(), p["id"]
+
+
+def test_a_chunk_a_helper_cannot_do_is_done_here(bench, benchmark_run, workdir, monkeypatch):
+    """A helper that fails (it died, the database changed under it) loses no pair: its chunk
+    is computed in this process, with the same verdicts."""
+    from concurrent.futures import Future
+
+    from evalharness_sql import parallel, workers
+
+    if not workers.helpers():
+        pytest.skip("no SQL helper process on this machine: nothing to fail")
+    path = bench.database_path("shop", workdir)
+    # the helper's own check: a database whose fingerprint changed is refused
+    refused = workers.submit_chunk(workers.helpers()[0], [("SELECT 1", "SELECT 1")], str(path),
+                                   "not-the-fingerprint", "sqlite", None, parallel.Options())
+    with pytest.raises(RuntimeError, match="changed"):
+        refused.result(timeout=60)
+    asked = []
+
+    def failing(helper, chunk, *args):
+        asked.append(len(chunk))
+        future: Future = Future()
+        future.set_exception(RuntimeError("the SQL helper process has stopped"))
+        return future
+
+    monkeypatch.setattr(workers, "submit_chunk", failing)
+    chosen = [(p, v) for p, v in benchmark_run if p["db"] == "shop"][:24]
+    (found,) = parallel.check_databases([(path, [(p["gold"], p["predicted"])
+                                                 for p, _ in chosen])])
+    assert asked  # a helper was asked, and failed
+    assert [v.to_dict() for v in found] == [v.to_dict() for _, v in chosen]

@@ -162,24 +162,14 @@ def violations(schema: Schema, data: dict[str, list[tuple[Any, ...]]]) -> list[s
                                f"({', '.join(cols)}) = ({', '.join(map(repr, values))})")
                 else:
                     seen[values] = n
-        for fk in table.foreign_keys:
-            parent = schema.tables.get(fk.table.lower())
-            if parent is None or fk.table.lower() not in data:
-                continue  # a parent the queries do not read
-            pnames = [c.name.lower() for c in parent.columns]
-            if not all(c.lower() in names for c in fk.columns) or \
-                    not all(r and r.lower() in pnames for r in fk.ref_columns):
-                continue
-            idx = [names.index(c.lower()) for c in fk.columns]
-            pidx = [pnames.index(r.lower()) for r in fk.ref_columns]
-            pcols = [parent.columns[i] for i in pidx]
-            present = {tuple(key_value(r[i]) for i in pidx) for r in data[fk.table.lower()]}
+        for fk, idx, pcols, present in _parents(schema, table, names, data):
             for n, row in enumerate(rows, 1):
                 values = tuple(parent_value(c, row[i]) for c, i in zip(pcols, idx, strict=True))
                 if None in values or values in present:
                     continue
                 out.append(f"{table.name} row {n}: ({', '.join(fk.columns)}) = "
-                           f"({', '.join(map(repr, values))}) has no parent row in {parent.name}")
+                           f"({', '.join(map(repr, values))}) has no parent row in "
+                           f"{schema.tables[fk.table.lower()].name}")
         if len(out) >= MAX_REPORTED:
             break
     return out[:MAX_REPORTED]
@@ -243,8 +233,9 @@ def _valid(schema: Schema, key: str, rows: list[tuple[Any, ...]],
 
 def _parents(schema: Schema, table: Any, names: list[str],
              data: dict[str, list[tuple[Any, ...]]]) -> list[Any]:
-    """The table's foreign keys into ``data``: ``(child columns, parent key columns, the
-    parents' keys present)``."""
+    """The table's foreign keys into ``data`` (a parent the queries do not read is not
+    checked): ``(foreign key, child columns, parent key columns, the parents' keys
+    present)``."""
     parents = []
     for fk in table.foreign_keys:
         parent = schema.tables.get(fk.table.lower())
@@ -254,7 +245,7 @@ def _parents(schema: Schema, table: Any, names: list[str],
         if all(c.lower() in names for c in fk.columns) and \
                 all(r and r.lower() in pnames for r in fk.ref_columns):
             pidx = [pnames.index(r.lower()) for r in fk.ref_columns]
-            parents.append(([names.index(c.lower()) for c in fk.columns],
+            parents.append((fk, [names.index(c.lower()) for c in fk.columns],
                             [parent.columns[i] for i in pidx],
                             {tuple(key_value(r[i]) for i in pidx)
                              for r in data[fk.table.lower()]}))
@@ -291,7 +282,7 @@ def _valid_table(table: Any, kinds: list[str], rows: list[tuple[Any, ...]], name
         marks = [m for m in (tuple(key_value(r[i]) for i in idx) for r in rows) if None not in m]
         if len(set(marks)) != len(marks):
             return False
-    for idx, pcols, present in parents:
+    for _, idx, pcols, present in parents:
         for r in rows:
             ref = tuple(parent_value(c, r[i]) for c, i in zip(pcols, idx, strict=True))
             if None not in ref and ref not in present:
@@ -349,7 +340,7 @@ def _conform_once(schema: Schema, order: list[str],
                 if value is None and column.notnull:
                     ok = False
                 values[i] = value
-            for idx, pcols, present in parents:
+            for _, idx, pcols, present in parents:
                 if ok:
                     ref = tuple(parent_value(c, values[i]) for c, i in zip(pcols, idx,
                                                                            strict=True))

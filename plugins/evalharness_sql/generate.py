@@ -835,8 +835,7 @@ def _boundaries(aim: Aim, column: Column | None) -> list[int | float]:
     v = aim.value
     if aim.function == "count":
         return [n for n in (math.floor(v) - 1, math.ceil(v), math.floor(v) + 1)
-                if 0 < n <= MAX_GROUP] if v != int(v) else \
-            [n for n in (int(v) - 1, int(v), int(v) + 1) if 0 < n <= MAX_GROUP]
+                if 0 < n <= MAX_GROUP]
     if column is not None and column.kind == "int":
         return [math.floor(v) - 1, v if float(v).is_integer() else math.ceil(v),
                 math.floor(v) + 1]
