@@ -557,8 +557,10 @@ def relevancy_report(judge: Judge, limit: int | None, out: Callable[[str], None]
         out(f"judge errors (items left out): {errors}")
 
 
-def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def judge_arguments(description: str) -> argparse.ArgumentParser:
+    """A parser with the options that choose and limit the judge to measure (shared with
+    ``judge_agreement_review.py``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--backend", default="heuristic",
                         help="judge backend: heuristic (default) or openai")
     parser.add_argument("--model", help="chat model (openai backend)")
@@ -567,6 +569,11 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight")
     parser.add_argument("--limit", type=int, default=None,
                         help="only the first N items of each subset (default: all)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
+    parser = judge_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["groundedness", "relevancy"],
                         help="run one of the two measurements")
     parser.add_argument("--diagnostics", action="store_true",

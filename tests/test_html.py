@@ -19,14 +19,18 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import jinja2
 import pytest
 
 from conftest import run_cli
-from evalharness.html import render_html
+from evalharness import pages
+from evalharness.html import CSP, render_html
 from evalharness.models import CaseResult, MetricValue, Report
+from evalharness.report import write_reports
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
@@ -48,7 +52,8 @@ def load(out: Path) -> tuple[Report, list[CaseResult]]:
 
 
 class Balance(HTMLParser):
-    """Checks that every element is closed in order (the page is built from strings)."""
+    """Checks that every element is closed in order (templates and the SVG code write tags by
+    hand)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -130,6 +135,63 @@ def test_untrusted_text_is_escaped(shop):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert page.count("<script>") == 2  # the error hooks and the filter, both ours
     assert_balanced(page)
+
+
+def test_hostile_question_and_answer_are_escaped_in_report_html(shop, tmp_path):
+    report, results = load(shop)
+    r = next(r for r in results if r.end_to_end and r.end_to_end.status == "fail"
+             and r.trace.generator is not None)
+    script, img = "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>'
+    r.case.question = f"why {script}?"
+    r.trace.generator.answer = f"because {img}"
+    r.case.gold.answer = img
+    write_reports(report, tmp_path, results)
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    row = between(page, f'<details class="case" id="case-{r.case.id}"', "</details>")
+    assert "why &lt;script&gt;alert(1)&lt;/script&gt;?" in row  # the summary and the body
+    assert "because &quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in row
+    assert "<img" not in page and "onerror=alert(1)>" not in page
+    assert script not in page and page.count("<script") == 2  # only the page's own two
+    assert_balanced(page)
+
+
+def test_importing_the_page_does_not_import_the_report():
+    """html.py renders; report.py aggregates and calls it: no import circle between them."""
+    code = ("import sys, evalharness.html; "
+            "print(sorted(m for m in sys.modules if m.startswith('evalharness.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    loaded = proc.stdout
+    assert "'evalharness.html'" in loaded and "'evalharness.pages'" in loaded
+    for module in ("report", "runner", "oracle", "cli", "api"):
+        assert f"'evalharness.{module}'" not in loaded, loaded
+
+
+def test_report_keeps_its_content_security_policy(shop):
+    report, results = load(shop)
+    page = render_html(report, results)
+    assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in page
+    assert CSP == ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+                   "img-src data:")
+
+
+def test_another_page_shares_the_layout():
+    """A second page (the review page) extends base.html with its own policy and a nonce."""
+    template = pages.environment().from_string(
+        '{% extends "base.html" %}{% block title %}review · {{ name }}{% endblock %}'
+        '{% block content %}<p>{{ text }}</p>{% endblock %}'
+        '{% block scripts %}<script nonce="{{ nonce }}">go();</script>{% endblock %}')
+    csp = "default-src 'none'; connect-src 'self'; script-src 'nonce-abc123'"
+    page = template.render(csp=csp, nonce="abc123", name="<shop>", text="<b>x</b> & 'y'")
+    assert page.startswith("<!DOCTYPE html>")
+    assert f'content="{csp}"' in page
+    assert "<title>review · &lt;shop&gt;</title>" in page
+    assert "<p>&lt;b&gt;x&lt;/b&gt; &amp; &#x27;y&#x27;</p>" in page
+    assert page.count('<script nonce="abc123">') == 2  # the error hooks and the page's own
+    assert '<style nonce="abc123">' in page and 'id="console-errors"' in page
+    assert_balanced(page)
+    with pytest.raises(jinja2.UndefinedError, match="csp"):  # StrictUndefined: the policy is required
+        pages.render("base.html")
 
 
 def test_no_network_references(shop):

@@ -32,6 +32,7 @@ from evalharness.report import (
     pct_ci,
     usage_line,
 )
+from evalharness.review.command import agreement, review
 from evalharness.runner import Progress, check_resources, load_system, make_judge
 from evalharness.scaffold import init
 from evalharness.scenario import ScenarioFile, load_scenario
@@ -76,11 +77,15 @@ def cli() -> None:
       evalharness trec qrels.txt run.txt -m map -m ndcg_cut_10   trec_eval-style
       evalharness traces explain spans.jsonl              recorded spans → components
       evalharness synth scenarios/shop.yaml --out c.jsonl --n 200   cases from your data
+      evalharness review serve run/ --sample 30           label cases in the browser
+      evalharness agreement run/                          how far to trust the judge
     """
 
 
 cli.add_command(init)
 cli.add_command(synth)
+cli.add_command(review)
+cli.add_command(agreement)
 
 
 class BarProgress(Progress):

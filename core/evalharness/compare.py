@@ -28,6 +28,7 @@ from evalharness.context import jsonl_error, read_jsonl
 from evalharness.errors import InputError
 from evalharness.models import SCHEMA_VERSION, CaseResult
 from evalharness.report import fmt
+from evalharness.review import pairwise
 from evalharness.stats import (
     EXACT_MAX,
     PERMUTATIONS,
@@ -258,6 +259,11 @@ class Comparison(_Model):
     warnings: list[str] = Field(default_factory=list)
     """What makes the runs less comparable: different scenarios, judges, cases, evaluators."""
 
+    human: dict[str, Any] | None = None
+    """People's preferences from ``review serve RUN_A RUN_B --pairwise``: B's win rate with
+    its 95% CI, the sign test, and how often the judge's preferred run is the people's
+    (:mod:`evalharness.review.pairwise`); ``null`` without preference labels."""
+
 
 # --------------------------------------------------------------------------------------------
 # Reading a run
@@ -469,7 +475,8 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
     judges_differ = _judge(run_a) != _judge(run_b)
     gates: dict[tuple[str, str], list[str]] = {}
     for gate in run_b.report.get("gates") or []:
-        if isinstance(gate, dict) and "component" in gate and "metric" in gate:
+        if (isinstance(gate, dict) and "component" in gate and "metric" in gate
+                and gate["component"] != "agreement"):  # gates on people's labels: no metric
             gates.setdefault((gate["component"], gate["metric"]), []).append(
                 str(gate.get("name") or f"{gate['component']}.{gate['metric']}"))
 
@@ -522,7 +529,9 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
         regressions=regressions, improvements=named(rows, "improved"),
         gated_regressions=[f"{r.component}.{r.metric}" for r in rows
                            if r.status == "regressed" and r.gates],
-        bottleneck=bottleneck_shift(run_a.report, run_b.report), warnings=warnings)
+        bottleneck=bottleneck_shift(run_a.report, run_b.report), warnings=warnings,
+        human=pairwise.summary(Path(a_dir), Path(b_dir), run_a.report, run_b.report,
+                               run_a.values, run_b.values, resamples=resamples))
 
 
 def _judge(run: Run) -> tuple:
@@ -698,6 +707,23 @@ def print_comparison(cmp: Comparison, console) -> None:
             f"{c} {fmt(sa, 2)} → {fmt(sb, 2)}" for c, (sa, sb) in bn.shares.items()) + "[/dim]")
     else:
         console.print(f"bottleneck: {bn.note}")
+    if cmp.human is not None:
+        h = cmp.human
+        ci = h["win_rate_ci95"]
+        console.print(
+            f"people ({', '.join(h['reviewers'])}, {h['cases']} cases): B preferred "
+            f"{h['b_wins']}, A {h['a_wins']}, ties {h['ties']}; B's win rate "
+            f"{fmt(h['win_rate_b'], 2)}" + (f" [{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if ci else "")
+            + f", sign test p = {fmt_p(h['sign_test_p'])}", highlight=False)
+        j = h["judge"]
+        if j["cases"]:
+            mci = j["match_ci95"]
+            console.print(
+                f"the judge's preferred run (mean {', '.join(j['metrics'])} of {j['component']}) "
+                f"is the people's in {j['matches']} of {j['cases']} cases "
+                f"({fmt(j['match_rate'], 2)}"
+                + (f" [{fmt(mci[0], 2)}, {fmt(mci[1], 2)}]" if mci else "") + ")",
+                highlight=False)
     for extra, label in ((cmp.only_in_a, "A"), (cmp.only_in_b, "B")):
         if extra:
             console.print(f"measured in run {label} only (not compared): {', '.join(extra)}")

@@ -898,6 +898,11 @@ class Report(_Model):
     sections: list[dict[str, Any]] = Field(default_factory=list)
     """Extra report sections contributed by plugins."""
 
+    agreement: dict[str, Any] | None = None
+    """How far the judge agrees with people's labels (the scenario's ``labels:`` or
+    ``evalharness agreement``): per component and metric, the statistics with 95% bootstrap
+    intervals (docs/review.md); ``null`` without labels."""
+
     warnings: list[str] = Field(default_factory=list)
     """What the run noticed that a reader should know: repeated result lines ignored, trace
     steps of components the pipeline does not have, cases recorded with warnings."""

@@ -109,9 +109,9 @@ class ScenarioFile(pytest.File):
         session.scenarios[self.path.resolve()] = _Scenario(scenario)
         for case in scenario.cases:
             yield CaseNode.from_parent(self, name=case.id, components=names)
-        if scenario.gates:
-            yield GatesNode.from_parent(self, name="gates",
-                                        gates=[g.name for g in scenario.gates])
+        gates = [*scenario.gates, *scenario.agreement_gates]
+        if gates:
+            yield GatesNode.from_parent(self, name="gates", gates=[g.name for g in gates])
 
     def repr_failure(self, excinfo):  # noqa: ANN001 - pytest's signature
         if isinstance(excinfo.value, ScenarioProblem):

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from evalharness import __version__, attribution, oracle, slices, verdicts
+from evalharness.formatting import judge_cell
+from evalharness.html import render_html
 from evalharness.judge.base import Usage
 from evalharness.models import (
     Bottleneck,
@@ -33,6 +35,11 @@ from evalharness.models import (
 )
 from evalharness.registry import ReportSection
 from evalharness.results import Results
+from evalharness.review import labels as review_labels
+from evalharness.review.agreement import compute as agreement_of
+from evalharness.review.report import attach, gate_results
+from evalharness.review.session import Review
+from evalharness.runfolder import RunFolder
 from evalharness.runner import RunOutcome
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
@@ -113,7 +120,23 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         report.scenario["database_sha256"] = outcome.context.database.sha256()
     for plugin in sorted(host.plugins):
         report.sections.extend(_sections_of(host, plugin, report, results))
+    if scenario.labels or scenario.agreement_gates:
+        _add_agreement(scenario, outcome, report, results)
     return report
+
+
+def _add_agreement(scenario: Scenario, outcome: RunOutcome, report: Report, results) -> None:
+    """The scenario's ``labels:`` (and the run folder's own review labels) against this run:
+    report.agreement, its section, and the ``agreement.`` gates."""
+    run = RunFolder(path=Path(outcome.out_dir), report=report, results=results)
+    review = Review.of(run)
+    given = review_labels.read(review.labels_path)
+    for path in scenario.labels:
+        given += review_labels.read(path)
+    agreement = agreement_of(review, review_labels.latest(given),
+                        criteria=verdicts.criteria_for(scenario))
+    attach(report, agreement)
+    report.gates.extend(gate_results(scenario.agreement_gates, agreement))
 
 
 def trace_line(source: dict[str, Any]) -> str:
@@ -558,20 +581,6 @@ def _as_step(raw: dict) -> Step:
         return Step()
 
 
-def judge_cell(usage: dict | None) -> str:
-    """A component's judge usage in one table cell: requests / cache hits / tokens.
-
-    >>> judge_cell({"requests": 3, "cache_hits": 1, "prompt_tokens": 1200, "completion_tokens": 34})
-    '3 / 1 / 1234'
-    >>> judge_cell(None)
-    '—'
-    """
-    if not usage:
-        return "—"
-    return (f"{usage.get('requests', 0)} / {usage.get('cache_hits', 0)} / "
-            f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0)}")
-
-
 def usage_line(usage: dict) -> str:
     """One line about judge usage.
 
@@ -957,8 +966,6 @@ def write_reports(report: Report, out_dir: Path,
                   results: Sequence[CaseResult]) -> dict[str, Path]:
     """report.json, report.md and report.html (which also shows ``results``: the failed cases
     with their traces)."""
-    from evalharness.html import render_html
-
     paths = {"json": out_dir / "report.json", "md": out_dir / "report.md",
              "html": out_dir / "report.html"}
     paths["json"].write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

@@ -158,8 +158,10 @@ def stratum(case: Case) -> str:
 
 
 def stratified(items: Sequence[T], n: int, seed: int, *,
-               key: Callable[[T], Case] = lambda item: item) -> list[T]:
-    """A seeded sample of ``n`` of ``items`` (in their order), stratified by gold route:
+               key: Callable[[T], Case] = lambda item: item,
+               by: Callable[[T], str] | None = None) -> list[T]:
+    """A seeded sample of ``n`` of ``items`` (in their order), stratified by gold route (or by
+    the stratum ``by`` gives an item: a review stratifies by component and verdict):
     every stratum gets one case before any gets a second (when ``n`` allows), the rest is
     shared in proportion to the strata's sizes (largest remainder). ``key`` maps an item to
     its :class:`Case`.
@@ -175,7 +177,7 @@ def stratified(items: Sequence[T], n: int, seed: int, *,
         return list(items)
     groups: dict[str, list[int]] = {}
     for i, item in enumerate(items):
-        groups.setdefault(stratum(key(item)), []).append(i)
+        groups.setdefault(by(item) if by is not None else stratum(key(item)), []).append(i)
     for members in groups.values():
         members.sort(key=lambda i: _rank(seed, key(items[i]).id))
     # strata by size (largest first), ties by name: who gets a case when n < strata

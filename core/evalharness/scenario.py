@@ -41,6 +41,8 @@ from evalharness.locate import (
 from evalharness.models import BUILTIN_STEPS, Case, Trace
 from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec, Pipeline
 from evalharness.plugins import PluginHost, load_plugins
+from evalharness.review.labels import read as read_labels
+from evalharness.review.names import CHUNK, CLAIM, STATS, split_gate_metric
 
 
 class _Strict(BaseModel):
@@ -208,6 +210,12 @@ class ScenarioFile(_Strict):
     when more than 5% of its metric's cases are errors (``{gate: ..., max_error_rate: 0.1}``
     sets that per gate)."""
 
+    labels: str | list[str] | None = None
+    """People's labels (a ``labels.jsonl`` of ``evalharness review``, or several): the report
+    then measures how far the judge agrees with them (docs/review.md), and gates may name
+    ``agreement.COMPONENT.METRIC.STAT``, e.g. ``agreement.generator.faithfulness.kappa >=
+    0.6``."""
+
     verdicts: dict[str, str | list[str]] = Field(default_factory=dict)
     """Component name (or ``end_to_end``) -> the criterion, or list of criteria that must all
     hold, of its per-case verdict, e.g. ``recall@5 >= 0.8``; ``end_to_end`` takes
@@ -338,6 +346,10 @@ class Scenario:
     gates: list[Gate]
     verdicts: dict[str, list[Gate]] = field(default_factory=dict)
     """The ``verdicts:`` block, validated: component (or ``end_to_end``) -> its criteria."""
+    labels: list[Path] = field(default_factory=list)
+    """The ``labels:`` files, resolved and readable."""
+    agreement_gates: list[Gate] = field(default_factory=list)
+    """The gates on the agreement with people (``agreement.COMPONENT.METRIC.STAT``)."""
     inputs_sha256: str = ""
     traces: dict[str, Trace] | None = None
     system: SystemSpec | None = None
@@ -548,6 +560,7 @@ def load_scenario(
 
     # Gates.
     gates = []
+    agreement_gates: list[Gate] = []
     for i, entry in enumerate(spec.gates):
         text = entry if isinstance(entry, str) else entry.gate
         gate = parse_gate(text)
@@ -558,6 +571,10 @@ def load_scenario(
                                  "e.g. `retriever.recall@5 >= 0.8`")
         if not isinstance(entry, str):
             gate = dataclasses.replace(gate, max_error_rate=entry.max_error_rate)
+        if gate.component == "agreement":
+            agreement_gates.append(_agreement_gate(gate, spec, pipeline, configured,
+                                                   problems, i))
+            continue
         if gate.component not in pipeline.components:
             raise problems.error(("gates", i), f"{gate.component!r} is not a component of the "
                                  f"pipeline; components: {', '.join(pipeline.order)}")
@@ -573,6 +590,17 @@ def load_scenario(
         gates.append(gate)
 
     verdicts = _configure_verdicts(spec, pipeline, configured, problems)
+
+    label_files = []
+    for i, rel in enumerate([spec.labels] if isinstance(spec.labels, str)
+                            else spec.labels or []):
+        loc = ("labels",) if isinstance(spec.labels, str) else ("labels", i)
+        found = must_exist(loc, rel, "labels file")
+        try:
+            read_labels(found)
+        except EvalHarnessError as exc:
+            raise problems.error(loc, str(exc)) from None
+        label_files.append(found)
 
     trace_source: dict[str, Any] = {}
     trace_notes: dict[str, list[str]] = {}
@@ -599,8 +627,38 @@ def load_scenario(
         pipeline=pipeline, evaluators=configured, gates=gates, verdicts=verdicts,
         traces=traces, trace_source=trace_source, trace_notes=trace_notes, system=system,
         database_path=db_path, database_build=db_build, corpus_path=corpus_path,
-        plugin_files=plugin_files,
+        plugin_files=plugin_files, labels=label_files, agreement_gates=agreement_gates,
     )
+
+
+def _agreement_gate(gate: Gate, spec: ScenarioFile, pipeline: Pipeline,
+                    configured: list[ConfiguredEvaluator], problems, i: int) -> Gate:
+    """An ``agreement.COMPONENT.METRIC.STAT`` gate, checked: the scenario has ``labels:``, the
+    component exists and the statistic is one the agreement report computes."""
+    component, metric, stat = split_gate_metric(gate.metric)
+    example = "e.g. `agreement.generator.faithfulness.kappa >= 0.6`"
+    if not spec.labels:
+        raise problems.error(("gates", i), f"{gate.name!r} gates on the agreement with "
+                             "people, but the scenario has no `labels:`; add the labels file "
+                             "of `evalharness review` (`labels: review/labels.jsonl`)")
+    if not metric or not stat:
+        raise problems.error(("gates", i), f"{gate.name!r}: write agreement.COMPONENT.METRIC."
+                             f"STAT, {example}")
+    if component not in pipeline.components:
+        raise problems.error(("gates", i), f"{gate.name!r}: {component!r} is not a component "
+                             f"of the pipeline; components: {', '.join(pipeline.order)}")
+    if stat not in STATS:
+        raise problems.error(("gates", i), f"{gate.name!r}: {stat!r} is not an agreement "
+                             f"statistic; valid: {', '.join(STATS)}")
+    produced = [m for e in configured if e.component == component for m in e.metrics]
+    produced += [CLAIM] if "faithfulness" in produced else []
+    produced += [CHUNK] if pipeline.kind(component) == "retriever" else []
+    if metric not in produced:
+        close = difflib.get_close_matches(metric, produced, n=1)
+        raise problems.error(("gates", i), f"{gate.name!r}: component {component!r} has no "
+                             f"metric {metric!r} to label; its metrics: {', '.join(produced)}"
+                             + (f". Did you mean {close[0]!r}?" if close else ""))
+    return gate
 
 
 def _hint(loc: tuple, message: str, value: Any) -> str:

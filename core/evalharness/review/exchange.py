@@ -1,0 +1,156 @@
+"""The spreadsheet workflow: ``review export`` writes the sampled cases' targets as CSV or
+JSONL, one row per target; a person fills in ``label`` (and ``note``, ``correction``);
+``review import`` validates every row against the run and appends the labels to
+``review/labels.jsonl``, all or nothing.
+
+Columns: ``case, component, metric, item, question, case_question, shown, text, score,
+verdict, threshold, label, note, correction, reviewer``. Only ``case, component, metric,
+item, label`` are read back (and ``note``, ``correction``, ``reviewer``, ``at`` when
+present); a row with an empty ``label`` is skipped as not labelled.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalharness.errors import InputError
+from evalharness.review import labels as L
+from evalharness.review.session import Review
+
+COLUMNS = ["case", "component", "metric", "item", "question", "case_question", "shown", "text",
+           "score", "verdict", "threshold", "label", "note", "correction", "reviewer"]
+READ = ("case", "component", "metric", "item", "label", "note", "correction", "reviewer", "at")
+
+
+def shown(result, component: str) -> str:
+    """What the component produced, in one cell: the routes, the SQL, the ids, the answer."""
+    trace = result.trace
+    step = getattr(trace, component, None) if component in (
+        "router", "text2sql", "retriever", "generator") else None
+    if step is None:
+        return ""
+    if component == "router":
+        return ", ".join(step.routes)
+    if component == "text2sql":
+        return step.sql or ""
+    if component == "retriever":
+        return ", ".join(step.ids)
+    return step.answer or ""
+
+
+def rows(review: Review, reviewer: str | None = None) -> list[dict[str, Any]]:
+    """One row per target of every sampled case; the reviewer's labels filled in."""
+    given = {lab.target: lab for lab in review.labels() if reviewer is None
+             or lab.reviewer == reviewer} if reviewer else {}
+    out = []
+    for result in review.sampled():
+        for t in review.targets(result.case.id):
+            lab = given.get((result.case.id, *t.key))
+            view = t.view()
+            out.append({"case": result.case.id, "component": t.component, "metric": t.metric,
+                        "item": t.item, "question": t.question,
+                        "case_question": result.case.question,
+                        "shown": shown(result, t.component), "text": t.text or "",
+                        "score": "" if t.score is None else round(t.score, 4),
+                        "verdict": {True: "pass", False: "fail", None: ""}[t.verdict],
+                        "threshold": view["threshold"] or "",
+                        "label": "" if lab is None else lab.label,
+                        "note": lab.note if lab else "",
+                        "correction": (lab.correction or "") if lab else "",
+                        "reviewer": reviewer or ""})
+    return out
+
+
+def export(review: Review, fmt: str, reviewer: str | None = None) -> str:
+    """The sample as ``csv`` or ``jsonl`` text."""
+    data = rows(review, reviewer)
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in data)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(data)
+    return buf.getvalue()
+
+
+def read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(row number, fields) of a CSV or JSONL file (by its suffix; ``.tsv`` too). CSV rows are
+    numbered as a spreadsheet shows them (the header is row 1)."""
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        out = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                raise InputError(f"{path}, line {number}: not JSON ({exc.msg}); each line must "
+                                 "be one object with case, component, metric, item and "
+                                 "label") from None
+            if not isinstance(value, dict):
+                raise InputError(f"{path}, line {number}: expected an object with case, "
+                                 "component, metric, item and label")
+            out.append((number, value))
+        return out
+    dialect = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
+    reader = csv.DictReader(io.StringIO(text), dialect=dialect)
+    missing = [c for c in ("case", "component", "metric", "label")
+               if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{path}: the header has no column {', '.join(missing)}; export a "
+                         "file to fill in with `evalharness review export RUN`")
+    return [(number, row) for number, row in enumerate(reader, 2)]
+
+
+def parse(review: Review, path: Path, reviewer: str | None) -> list[L.Label]:
+    """Every labelled row of ``path`` as a checked :class:`Label`; the first problems (up to
+    five) in one :class:`InputError` naming each row, and nothing imported."""
+    out: list[L.Label] = []
+    problems: list[str] = []
+    what = "line" if path.suffix.lower() in (".jsonl", ".json", ".ndjson") else "row"
+    for number, raw in read_rows(path):
+        fields = {k: raw.get(k) for k in READ if raw.get(k) not in (None, "")}
+        if "label" not in fields:
+            continue
+        fields.setdefault("item", "")
+        if reviewer:
+            fields["reviewer"] = reviewer
+        if "reviewer" not in fields:
+            problems.append(f"{what} {number}: no reviewer; fill the reviewer column or give "
+                            "--reviewer NAME")
+            continue
+        for key in ("case", "component", "metric", "item", "reviewer", "note", "correction"):
+            if key in fields:
+                fields[key] = str(fields[key]).strip()
+        try:
+            lab = L.Label.model_validate(fields)
+        except ValidationError as exc:
+            problems.append(f"{what} {number} (case {fields.get('case')!r}): "
+                            f"{L.describe(exc)}")
+            continue
+        try:
+            review.target(lab)
+        except InputError as exc:
+            problems.append(f"{what} {number}: {exc}")
+            continue
+        out.append(lab)
+        if len(problems) >= 5:
+            break
+    if problems:
+        raise InputError(f"{path}: nothing imported; " + "; ".join(problems[:5]))
+    return out
+
+
+def import_labels(review: Review, path: Path, reviewer: str | None) -> list[L.Label]:
+    """Validate ``path`` and append its labels to the run's labels.jsonl."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file; give the CSV or JSONL written by "
+                         "`evalharness review export` with its label column filled in")
+    return L.append(review.labels_path, parse(review, path, reviewer))
