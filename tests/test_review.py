@@ -111,7 +111,10 @@ def test_export_then_import_round_trip_and_row_errors(run, tmp_path):
            "unknown metric": ({"metric": "faithfulnes"}, r"row 3: .*no target "
                               r"generator\.faithfulnes; its targets are"),
            "bad label": ({"label": "maybe"}, r"row 3 \(case .*\): label: 'maybe' is not a "
-                         "valid label")}
+                         "valid label"),
+           "a score on a route": ({"component": "router", "metric": "route_accuracy",
+                                   "label": "3"}, "router.route_accuracy takes yes/no or "
+                                  "agree/disagree, not a 1-5 score")}
     before = L.read(review.labels_path)
     for name, (change, message) in bad.items():
         path = tmp_path / f"{name}.csv"
@@ -158,8 +161,12 @@ def test_agreement_statistics_equal_hand_computed_values(run):
     # people agree with the judge's verdict except on two cases, one each way
     flips = {targets[0][0], targets[-1][0]}
     given = {case: (verdict != (case in flips)) for case, _, verdict in targets}
-    labels = [label(case, "yes" if ok else "no") for case, ok in given.items()]
-    L.append(review.labels_path, labels)
+    rows = [{"case": case, "component": "generator", "metric": "faithfulness",
+             "label": "yes" if ok else "no"} for case, ok in given.items()]
+    file = run.parent / "reviewed.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, out = invoke("review", "import", run, file, "--reviewer", "ana")
+    assert code == 0 and f"imported {len(rows)} labels by ana" in out, out
 
     code, out = invoke("agreement", run, "--json", "--no-report")
     assert code == 0, out
@@ -419,3 +426,32 @@ def test_compare_reports_peoples_preferences(run, tmp_path):
     assert human["judge"]["matches"] == 1 and human["judge"]["cases"] == 10
     proc = run_cli("compare", run, other)
     assert "B preferred 7, A 2, ties 1; B's win rate 0.75" in proc.out, proc
+
+
+def test_review_serve_from_the_command_line(run):
+    """`evalharness review serve` as a user starts it: it prints the URL with its token and
+    serves the page there until stopped; a bad --stratify is a usage error."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalharness.cli", "review", "serve", str(run), "--sample", "3",
+         "--stratify", "component,verdict", "--reviewer", "ana"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("reviewing 3 of 12 cases, a sample stratified by component, "
+                                "verdict"), first + proc.stderr.read()
+        url = proc.stdout.readline().split()[-1]
+        assert url.startswith("http://localhost:") and "?t=" in url
+        status, page, _ = request(url.replace("localhost", "127.0.0.1") + "&r=ana")
+        assert status == 200 and 'id="review"' in page
+        assert json.loads((run / "review" / "sample.json").read_text())["stratify"] == [
+            "component", "verdict"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+    code, out = invoke("review", "serve", run, "--stratify", "colour")
+    assert code == 2 and "--stratify 'colour'" in out and "component" in out

@@ -46,8 +46,8 @@ def shown(result, component: str) -> str:
 
 def rows(review: Review, reviewer: str | None = None) -> list[dict[str, Any]]:
     """One row per target of every sampled case; the reviewer's labels filled in."""
-    given = {lab.target: lab for lab in review.labels() if reviewer is None
-             or lab.reviewer == reviewer} if reviewer else {}
+    given = ({lab.target: lab for lab in review.labels() if lab.reviewer == reviewer}
+             if reviewer else {})
     out = []
     for result in review.sampled():
         for t in review.targets(result.case.id):

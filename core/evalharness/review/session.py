@@ -12,6 +12,7 @@ asked), their targets, and the checks every label passes before it is stored.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -134,9 +135,9 @@ class Review:
     def result(self, case_id: str) -> CaseResult:
         """A case's result (any case of the run); :class:`InputError` when it has none."""
         if case_id not in self.index:
-            close = sorted(self.index)[:0]
+            close = difflib.get_close_matches(case_id, list(self.index), n=3)
             raise InputError(f"no case {case_id!r} in the run {self.run.path}" + (
-                f" (e.g. {', '.join(close)})" if close else ""))
+                f"; did you mean {', '.join(map(repr, close))}?" if close else ""))
         return self.run.results[self.index[case_id]]
 
     def sampled(self) -> list[CaseResult]:
@@ -150,6 +151,7 @@ class Review:
             for t in found:
                 comp = self.run.report.components.get(t.component)
                 t.kind = comp.kind if comp is not None else t.component
+                t.ordinal = t.ordinal or (t.kind == "generator" and not t.item)
             self._targets[case_id] = found
         return self._targets[case_id]
 

@@ -8,7 +8,7 @@ Per case, from its stored result (no evaluator runs again):
   metric's value, its verdict the metric's verdict criterion (``faithfulness >= 0.5``), else
   ``>= 0.5`` — said so on the target. The person answers the metric's question ("Is every
   statement of the answer supported by its contexts?") yes or no, agrees or disagrees with
-  the verdict, or scores 1–5;
+  the verdict, or scores 1–5 (a judged metric, or any of a generator's);
 - **claims** (``generator`` / ``claim_support`` / ``claim:I``): each claim the judge checked for
   faithfulness, with its confidence, verdict and reason;
 - **chunks** (``retriever`` / ``chunk_relevance`` / ``chunk:ID``): each retrieved chunk, with its
@@ -92,7 +92,9 @@ class Target:
     reasons: list[str] = field(default_factory=list)
     """The judge's or evaluator's reasons, as sentences."""
     ordinal: bool = False
-    """Whether a 1–5 score is offered (every case-level metric; not claims and chunks)."""
+    """Whether a 1–5 score is offered: on a judged metric, and on every case-level metric of
+    a generator (an empty answer is scored without the judge, and is still an answer people
+    grade); not on claims and chunks."""
     kind: str = ""
     """The component's kind (``router``, ``text2sql``, ``retriever``, ``generator`` …)."""
 
@@ -156,7 +158,7 @@ def targets_of(result: CaseResult, criteria: dict[tuple[str, str], Threshold]
             out.append(Target(
                 component, metric, "", question_for(metric), float(mv.value),
                 criteria.get((component, metric), DEFAULT), judged,
-                reasons=_reasons(mv.details), ordinal=True))
+                reasons=_reasons(mv.details), ordinal=judged))
             if metric == "faithfulness":
                 out.extend(_claims(component, mv.details))
         if component == "retriever" and result.trace.retriever is not None:
