@@ -17,6 +17,14 @@ factors of the largest size over the smallest, and whether the target is met.
     python benchmarks/scale.py                      # --sizes 1000 10000
     python benchmarks/scale.py --sizes 1000 --keep  # keep the generated scenarios and runs
     python benchmarks/scale.py --headroom           # also the oracle reruns of failed cases
+    python benchmarks/scale.py --executor ray       # + the same runs on Ray, 1 and 2 workers
+
+``--executor ray`` (the ``ray`` extra) runs each size again on a Ray cluster started on this
+machine (``ray start --head --num-cpus K --block``, K = 1 and 2 worker CPUs, stopped after
+each run) and prints each run's wall time as a ratio to the local executor's in the same
+invocation; then an I/O-bound system — the shop assistant behind a 200 ms sleep per case, as
+a remote model would be — at the same total concurrency: local ``--concurrency 8`` against 2
+Ray workers with ``--concurrency 4`` each (``--io-cases``, default 1000).
 
 Target on the reference machine: 10k cases in under 60 s and under 1 GB, growing linearly
 (time and memory growing no faster than the number of cases, with 20 % slack).
@@ -123,8 +131,23 @@ def generate_cases(n: int, seed: int = 0) -> list[dict[str, Any]]:
     return cases
 
 
-def write_scenario(folder: Path, n: int, seed: int = 0) -> Path:
-    """``cases.jsonl`` and ``scale.yaml`` for ``n`` cases in ``folder``; the scenario's path."""
+SLOW = '''"""The shop assistant behind a fixed delay per case: an I/O-bound system."""
+import sys
+import time
+
+sys.path.insert(0, {scenarios!r})
+from shop.assistant import answer as shop_answer  # noqa: E402
+
+
+def answer(case, *, overrides=None, delay=0.2):
+    time.sleep(delay)
+    return shop_answer(case, overrides=overrides)
+'''
+
+
+def write_scenario(folder: Path, n: int, seed: int = 0, delay: float | None = None) -> Path:
+    """``cases.jsonl`` and ``scale.yaml`` for ``n`` cases in ``folder``; the scenario's path.
+    With ``delay``, the system sleeps that long per case (an I/O-bound system)."""
     from evalharness.importing import is_path
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -154,6 +177,10 @@ def write_scenario(folder: Path, n: int, seed: int = 0) -> Path:
         "gates": shop["gates"],
         "concurrency": shop.get("concurrency", 4),
     }
+    if delay is not None:
+        slow = folder / "slow.py"
+        slow.write_text(SLOW.format(scenarios=str(SHOP.parent)), encoding="utf-8")
+        spec["system"] = {"callable": f"{slow}:answer", "options": {"delay": delay}}
     path = folder / "scale.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
@@ -177,11 +204,13 @@ class Measurement:
         return self.cases / self.wall_s if self.wall_s else float("nan")
 
 
-def measure(scenario: Path, out: Path, cases: int, headroom: bool = False) -> Measurement:
+def measure(scenario: Path, out: Path, cases: int, headroom: bool = False,
+            extra: tuple[str, ...] = ()) -> Measurement:
     """Run the scenario in a fresh interpreter; its wall time and peak RSS (``os.wait4``).
-    Without ``headroom``, the oracle reruns of failed cases are skipped (``--no-headroom``)."""
+    Without ``headroom``, the oracle reruns of failed cases are skipped (``--no-headroom``);
+    ``extra``: more options (``--executor ray --address …``)."""
     command = [sys.executable, "-m", "evalharness.cli", "scenario", str(scenario), "--quiet",
-               "--out", str(out), *([] if headroom else ["--no-headroom"])]
+               "--out", str(out), *([] if headroom else ["--no-headroom"]), *extra]
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=ROOT)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -228,6 +257,38 @@ def print_table(rows: list[Measurement]) -> bool:
     return ok
 
 
+def ray_comparison(work: Path, sizes: list[int], seed: int, io_cases: int) -> None:
+    """The local executor against Ray with 1 and 2 worker CPUs (CPU-bound), then an
+    I/O-bound system at equal total concurrency; wall time ratios to local, same run."""
+    from evalharness.testing.ray_cluster import ENV, localhost_cluster
+
+    os.environ.update(ENV)  # the runs are drivers of clusters of this machine only
+    print("\nlocal executor vs Ray (a cluster on this machine), wall time; ratio = Ray / local")
+    print(f"{'system':>10} {'cases':>7} {'executor':>22} {'wall s':>8} {'cases/s':>8} "
+          f"{'ratio':>6}")
+    for n in sorted(sizes):
+        scenario = write_scenario(work / f"ray-scenario-{n}", n, seed)
+        base = measure(scenario, work / f"ray-local-{n}", n)
+        rows = [("local", base)]
+        for cpus in (1, 2):
+            with localhost_cluster([cpus]) as address:
+                rows.append((f"ray, {cpus} worker CPU{'s' * (cpus > 1)}", measure(
+                    scenario, work / f"ray-{cpus}-{n}", n,
+                    extra=("--executor", "ray", "--address", address))))
+        for name, m in rows:
+            print(f"{'CPU-bound':>10} {n:>7} {name:>22} {m.wall_s:>8.2f} {m.rate:>8.1f} "
+                  f"{m.wall_s / base.wall_s:>6.2f}")
+    scenario = write_scenario(work / "io-scenario", io_cases, seed, delay=0.2)
+    base = measure(scenario, work / "io-local", io_cases, extra=("--concurrency", "8"))
+    with localhost_cluster([2]) as address:
+        ray_m = measure(scenario, work / "io-ray", io_cases,
+                        extra=("--executor", "ray", "--address", address,
+                               "--concurrency", "4"))
+    for name, m in (("local, concurrency 8", base), ("ray, 2 x concurrency 4", ray_m)):
+        print(f"{'200 ms/case':>10} {io_cases:>7} {name:>22} {m.wall_s:>8.2f} "
+              f"{m.rate:>8.1f} {m.wall_s / base.wall_s:>6.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000],
@@ -236,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--headroom", action="store_true",
                         help="Also rerun the failed cases with oracles (oracle headroom; "
                              "off by default: the target is for the evaluation itself).")
+    parser.add_argument("--executor", choices=["local", "ray"], default="local",
+                        help="ray: also run each size on a Ray cluster on this machine (1 and "
+                             "2 worker CPUs) and an I/O-bound system, beside the local "
+                             "executor.")
+    parser.add_argument("--io-cases", type=int, default=1000,
+                        help="Cases of the I/O-bound comparison (--executor ray).")
     parser.add_argument("--keep", action="store_true",
                         help="Keep the generated scenarios and output folders (printed).")
     args = parser.parse_args(argv)
@@ -249,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
               f"oracle headroom {'on' if args.headroom else 'off (--headroom to include)'}; "
               f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}\n")
         ok = print_table(rows)
+        if args.executor == "ray":
+            ray_comparison(work, args.sizes, args.seed, args.io_cases)
     finally:
         if args.keep:
             print(f"\nkept: {work}")

@@ -249,6 +249,43 @@ def test_hook_register_judge_backends(small):
     assert report.judge["backend"] == "constant" and report.judge["model"] == "m1"
 
 
+def test_hook_register_executors(small):
+    """A plugin's executor: it gets the cases to run and hands back their result lines; here
+    each group runs through the public worker entry point, last group first."""
+    from evalharness.api import make_executor
+    from evalharness.executors import groups_of, run_group
+    from evalharness.registry import Executor
+
+    class Backwards:
+        def __init__(self, address):
+            self.address = address
+            self.groups = 0
+
+        def run(self, spec, cases, emit, failed, stopped):
+            for ids in reversed(groups_of(cases, size=1)):
+                emit(run_group(spec, ids))
+                self.groups += 1
+            return False
+
+        def close(self):
+            pass
+
+    class Executors:
+        @hookimpl
+        def register_executors(self, register):
+            register(Executor("backwards", Backwards, description="for tests"))
+
+    scenario, local, _ = run_with([Executors()], small)
+    found = make_executor(scenario, "backwards", "here")
+    assert isinstance(found, Backwards) and found.address == "here"
+    elsewhere = asyncio.run(run(scenario, small.parent / "elsewhere", executor=found))
+    assert found.groups == len(groups_of(scenario.cases, size=1)) >= 2
+    by_id = {r.case.id: r for r in local.results}
+    for result in elsewhere.results:  # in case order, whatever order they were written in
+        mine = by_id[result.case.id]
+        assert result.components == mine.components and result.verdicts == mine.verdicts
+
+
 def test_hook_report_sections(small):
     class Section:
         @hookimpl

@@ -101,10 +101,12 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
             plugins: Sequence[str | Path] = (), judge: str | None = None,
             judge_concurrency: int | None = None, cache: Cache = "on", headroom: bool = True,
             selection: Selection | None = None, junit_xml: str | Path | None = None,
-            progress: Progress | None = None) -> Executed:
+            progress: Progress | None = None, executor: str = "local",
+            address: str | None = None) -> Executed:
     """Run a scenario into ``out`` and write its reports (see :func:`run_scenario`)."""
     loaded = load(scenario, plugins=plugins, judge=judge,
                   judge_concurrency=judge_concurrency, cache=cache)
+    where = make_executor(loaded, executor, address)
     loaded, chosen = choose(loaded, selection or Selection())
     if resume and out is None:
         raise EvalHarnessError("resume needs out: the folder of the run to continue "
@@ -116,8 +118,13 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
     existed = out_dir.exists()
     try:
         with RunLock(out_dir):  # held until the reports are written
-            outcome = run_coroutine(run(loaded, out_dir, concurrency=concurrency,
-                                        resume=resume, progress=progress, headroom=headroom))
+            try:
+                outcome = run_coroutine(run(loaded, out_dir, concurrency=concurrency,
+                                            resume=resume, progress=progress,
+                                            headroom=headroom, executor=where))
+            finally:
+                if where is not None:
+                    where.close()
             if outcome.interrupted:
                 raise RunInterrupted(out_dir, len(outcome.results), len(loaded.cases))
             report = build_report(loaded, outcome)
@@ -136,6 +143,19 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
                     chosen=chosen)
 
 
+def make_executor(scenario: Scenario, name: str, address: str | None) -> Any:
+    """The executor registered as ``name`` (``None`` for ``local``: this process); a name no
+    plugin registers, or ``--address`` with ``local``, is a usage error."""
+    found = scenario.host.executor(name)
+    if found is None:
+        known = ", ".join(sorted(scenario.host.registry.executors))
+        raise EvalHarnessError(f"--executor {name!r}: no such executor; registered: {known}")
+    if name == "local" and address:
+        raise EvalHarnessError("--address names a cluster: give it with --executor ray (or "
+                               "another cluster executor), not with the local one")
+    return found.factory(address)
+
+
 def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = None,
                  resume: bool = False, concurrency: int | None = None,
                  plugins: Sequence[str | Path] = (), judge: str | None = None,
@@ -144,7 +164,8 @@ def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = No
                  seed: int = 0, filters: Sequence[str] = (),
                  rerun_failed: str | Path | None = None, ids: Sequence[str] | None = None,
                  junit_xml: str | Path | None = None,
-                 progress: Progress | None = None) -> Report:
+                 progress: Progress | None = None, executor: str = "local",
+                 address: str | None = None) -> Report:
     """Run the scenario (a path, or a loaded :class:`Scenario`) and write results.jsonl,
     report.json, report.md and report.html into ``out`` (default
     ``runs/<name>-<timestamp>``); return the report.
@@ -152,7 +173,8 @@ def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = No
     The options are the command line's: ``concurrency`` (system calls at once), ``plugins``
     (local plugin files), ``judge`` (backend), ``judge_concurrency``, ``cache`` (``"off"``,
     ``"refresh"``), ``headroom`` (oracle reruns of failed cases), ``resume`` (continue the run
-    in ``out``), ``junit_xml`` (also write a JUnit file). Which cases run: ``limit`` (the
+    in ``out``), ``junit_xml`` (also write a JUnit file), ``executor`` (``"ray"``: spread the
+    cases over a Ray cluster at ``address``; docs/scale.md). Which cases run: ``limit`` (the
     first N), ``sample`` + ``seed`` (stratified by gold route), ``filters`` (``--filter``
     terms, all must hold), ``rerun_failed`` (a run folder: its failed cases), ``ids``.
 
@@ -170,7 +192,8 @@ def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = No
     return execute(scenario, out=out, resume=resume, concurrency=concurrency,
                    plugins=plugins, judge=judge, judge_concurrency=judge_concurrency,
                    cache=cache, headroom=headroom, selection=selection,
-                   junit_xml=junit_xml, progress=progress).report
+                   junit_xml=junit_xml, progress=progress, executor=executor,
+                   address=address).report
 
 
 def default_out(scenario: Scenario) -> Path:

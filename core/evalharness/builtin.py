@@ -9,7 +9,7 @@ from __future__ import annotations
 from evalharness.hookspecs import hookimpl
 from evalharness.judge.heuristic import HeuristicJudge
 from evalharness.models import GeneratorStep, RetrieverStep, RouterStep, Text2SQLStep
-from evalharness.registry import ComponentKind, JudgeBackend
+from evalharness.registry import ComponentKind, Executor, JudgeBackend
 
 
 @hookimpl
@@ -31,6 +31,23 @@ def register_judge_backends(register):
     register(JudgeBackend("openai", _openai_judge,
                           description="any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, "
                                       "Ollama, llama.cpp server) through the openai SDK"))
+
+
+@hookimpl
+def register_executors(register):
+    register(Executor("local", lambda address: None,
+                      description="this process: threads for the system, batches evaluated "
+                                  "in worker threads (the default)"))
+    register(Executor("ray", _ray_executor,
+                      description="a Ray cluster (pip install 'evalharness[ray]'; --address "
+                                  "auto or ray://HOST:PORT, else a local instance)"))
+
+
+def _ray_executor(address):
+    """The ``ray`` executor, imported when a run uses it (Ray is an optional extra)."""
+    from evalharness.executors import RayExecutor
+
+    return RayExecutor(address)
 
 
 def _openai_judge(config):

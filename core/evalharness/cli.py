@@ -144,13 +144,19 @@ class BarProgress(Progress):
               help="Ask the judge again and overwrite what the cache holds.")
 @click.option("--no-headroom", is_flag=True,
               help="Skip the oracle reruns of failed cases (headroom per component).")
+@click.option("--executor", default="local", show_default=True, metavar="NAME",
+              help="Where the cases run: local (this process) or ray (a Ray cluster; "
+                   "pip install 'evalharness[ray]'), or an executor a plugin registers.")
+@click.option("--address", metavar="ADDRESS",
+              help="The cluster of --executor ray: 'auto' (a running `ray start` cluster) or "
+                   "ray://HOST:PORT; default: a new local Ray instance.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
 def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: bool,
              limit: int | None, sample: int | None, seed: int, filters: tuple[str, ...],
              rerun_failed: Path | None, junit_xml: Path | None,
              plugins: tuple[str, ...], judge_backend: str | None,
              judge_concurrency: int | None, no_cache: bool, refresh_cache: bool,
-             no_headroom: bool, quiet: bool) -> None:
+             no_headroom: bool, executor: str, address: str | None, quiet: bool) -> None:
     """Run the scenario in PATH and write results.jsonl, report.json, report.md and
     report.html.
 
@@ -174,6 +180,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
       evalharness scenario scenarios/shop.yaml --out run/ --junit-xml run/junit.xml -q
       evalharness scenario scenarios/shop.yaml --out run/ --plugin ./my_checks.py
       evalharness scenario scenarios/shop.yaml --out run/ --resume
+      evalharness scenario scenarios/shop.yaml --out run/ --executor ray --address auto
     """
     from evalharness.api import RunInterrupted, execute
     from evalharness.sampling import Selection
@@ -192,7 +199,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
                        judge_concurrency=judge_concurrency,
                        cache="off" if no_cache else "refresh" if refresh_cache else "on",
                        headroom=not no_headroom, selection=selection, junit_xml=junit_xml,
-                       progress=progress)
+                       progress=progress, executor=executor, address=address)
     except RunInterrupted as exc:
         click.echo(f"interrupted: {'some' if exc.saved is None else exc.saved} of {exc.total} "
                    f"cases are saved in {exc.out_dir / 'results.jsonl'}; continue with: "

@@ -28,7 +28,13 @@ if TYPE_CHECKING:
         RouterStep,
         Text2SQLStep,
     )
-    from evalharness.registry import ComponentKind, Evaluator, JudgeBackend, ReportSection
+    from evalharness.registry import (
+        ComponentKind,
+        Evaluator,
+        Executor,
+        JudgeBackend,
+        ReportSection,
+    )
 
 hookspec = pluggy.HookspecMarker("evalharness")
 hookimpl = pluggy.HookimplMarker("evalharness")
@@ -100,6 +106,27 @@ def register_judge_backends(register: Callable[[JudgeBackend], None]) -> None:
         def register_judge_backends(register):
             register(JudgeBackend(name="constant", factory=lambda config: ConstantJudge(config),
                                   description="always says yes; for tests"))
+    """
+
+
+@hookspec
+def register_executors(register: Callable[[Executor], None]) -> None:
+    """Declare executors a run can select with ``--executor NAME``: where its cases run.
+
+    Called once, after loading. Every implementation is called. The core registers
+    ``local`` (this process) and ``ray`` (a Ray cluster).
+
+    :param register: call it with an :class:`evalharness.registry.Executor`, whose
+        ``factory(address)`` builds the executor for ``--address`` (see
+        :mod:`evalharness.executors` for what it must do).
+    :returns: nothing.
+
+    Example::
+
+        @hookimpl
+        def register_executors(register):
+            register(Executor(name="dask", factory=lambda address: DaskExecutor(address),
+                              description="a Dask cluster"))
     """
 
 

@@ -24,7 +24,7 @@ import pluggy
 from evalharness import builtin, hookspecs
 from evalharness.errors import PluginError
 from evalharness.importing import import_file
-from evalharness.registry import ComponentKind, Evaluator, JudgeBackend, Registry
+from evalharness.registry import ComponentKind, Evaluator, Executor, JudgeBackend, Registry
 
 ENTRY_POINT_GROUP = "evalharness"
 LOAD_ENV = "EVALHARNESS_LOAD_PLUGINS"
@@ -80,6 +80,10 @@ class PluginHost:
         registered = self.registry.judge_backends.get(name)
         return registered.item if registered else None
 
+    def executor(self, name: str) -> Executor | None:
+        registered = self.registry.executors.get(name)
+        return registered.item if registered else None
+
     def describe(self) -> list[dict[str, Any]]:
         """What ``evalharness plugins --json`` prints."""
         out = []
@@ -111,6 +115,9 @@ class PluginHost:
                     ),
                     "judge_backends": sorted(
                         k for k, r in self.registry.judge_backends.items() if r.plugin == name
+                    ),
+                    "executors": sorted(
+                        k for k, r in self.registry.executors.items() if r.plugin == name
                     ),
                 }
             )
@@ -252,6 +259,7 @@ def _collect(host: PluginHost) -> None:
     host._callers.clear()
     _check_pending(host)
     _per_plugin(host, "register_judge_backends", "judge_backends", lambda b: b.name)
+    _per_plugin(host, "register_executors", "executors", lambda x: x.name)
     _per_plugin(host, "register_evaluators", "evaluators", lambda e: (e.component, e.name))
     for (kind, name), registered in host.registry.evaluators.items():
         if kind not in host.registry.component_kinds:

@@ -78,6 +78,17 @@ class JudgeBackend:
 
 
 @dataclass(frozen=True)
+class Executor:
+    """Where a run's cases execute: ``factory(address)`` returns the executor (an object with
+    ``run(spec, cases, emit, failed, stopped)`` and ``close()``, see
+    :mod:`evalharness.executors`), or ``None`` for the built-in in-process path."""
+
+    name: str
+    factory: Callable[[str | None], Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class ReportSection:
     """A block a plugin adds to the report: markdown for ``report.md``, data for JSON."""
 
@@ -101,6 +112,7 @@ class Registry:
     evaluators: dict[tuple[str, str], Registered] = field(default_factory=dict)
     component_kinds: dict[str, Registered] = field(default_factory=dict)
     judge_backends: dict[str, Registered] = field(default_factory=dict)
+    executors: dict[str, Registered] = field(default_factory=dict)
 
     def add(self, table: str, key: Any, plugin: str, item: Any) -> None:
         store = getattr(self, table)

@@ -210,20 +210,26 @@ async def run(
     progress: Progress | None = None,
     flush_seconds: float = 1.0,
     headroom: bool = True,
+    executor: Any = None,
 ) -> RunOutcome:
     """Run the scenario into ``out_dir``; return every result (old and new) in case order, as
     a :class:`~evalharness.results.Results` view of ``results.jsonl``.
 
     Then, with ``headroom`` (and the scenario's ``system.headroom``), when the system accepts
     ``overrides``, rerun the failed cases under each component's oracle
-    (:mod:`evalharness.oracle`)."""
+    (:mod:`evalharness.oracle`).
+
+    ``executor``: where the cases run when not in this process (an executor of
+    :mod:`evalharness.executors`, e.g. Ray's); the results are written here either way."""
     with fewer_collections():
         return await _run(scenario, out_dir, concurrency=concurrency, resume=resume,
-                          progress=progress, flush_seconds=flush_seconds, headroom=headroom)
+                          progress=progress, flush_seconds=flush_seconds, headroom=headroom,
+                          executor=executor)
 
 
 async def _run(scenario: Scenario, out_dir: Path, *, concurrency: int | None, resume: bool,
-               progress: Progress | None, flush_seconds: float, headroom: bool) -> RunOutcome:
+               progress: Progress | None, flush_seconds: float, headroom: bool,
+               executor: Any = None) -> RunOutcome:
     progress = progress or Progress()
     results_path = out_dir / RESULTS
     manifest_path = out_dir / MANIFEST
@@ -236,7 +242,8 @@ async def _run(scenario: Scenario, out_dir: Path, *, concurrency: int | None, re
             return await _locked_run(scenario, out_dir, func, judge, concurrency=concurrency,
                                      resume=resume, progress=progress,
                                      flush_seconds=flush_seconds, headroom=headroom,
-                                     results_path=results_path, manifest_path=manifest_path)
+                                     results_path=results_path, manifest_path=manifest_path,
+                                     executor=executor)
     finally:
         judge.close()
 
@@ -244,7 +251,7 @@ async def _run(scenario: Scenario, out_dir: Path, *, concurrency: int | None, re
 async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, *,
                       concurrency: int | None, resume: bool, progress: Progress,
                       flush_seconds: float, headroom: bool, results_path: Path,
-                      manifest_path: Path) -> RunOutcome:
+                      manifest_path: Path, executor: Any = None) -> RunOutcome:
     if not resume and results_path.is_file() and results_path.stat().st_size:
         raise RunError(f"{out_dir} already holds results ({RESULTS}); pass --resume to "
                        "continue that run, or choose another --out")
@@ -299,22 +306,29 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
             progress.advance(len(batch))
 
         stop.on_request(lambda: queue.put_nowait(STOP))
-        if func is None:
+        producer = None
+        if executor is not None:
+            pass  # the executor's workers answer and evaluate the cases (below)
+        elif func is None:
             missing = "no recorded trace for this case in the traces file"
             for case in pending:
                 trace = scenario.traces.get(case.id) or Trace(case_id=case.id, error=missing)
                 queue.put_nowait((None, case, trace))
             queue.put_nowait(END)
-            producer = None
         else:
             producer = asyncio.create_task(call_system(
                 func, [(None, case, scenario.system.options) for case in pending],
                 concurrency or scenario.spec.concurrency, queue, timeout_s=timeout_s))
         try:
-            interrupted = await evaluate_stream(
-                queue, evaluate=evaluate, write=write, batch_size=scenario.spec.batch_size,
-                flush_seconds=flush_seconds, drain_on_stop=func is not None,
-                in_flight=batches_in_flight(context.judge, scenario.spec.batch_size))
+            if executor is not None:
+                interrupted = await _elsewhere(executor, scenario, context, out_dir, pending,
+                                               concurrency, sink, progress, stop)
+            else:
+                interrupted = await evaluate_stream(
+                    queue, evaluate=evaluate, write=write,
+                    batch_size=scenario.spec.batch_size, flush_seconds=flush_seconds,
+                    drain_on_stop=func is not None,
+                    in_flight=batches_in_flight(context.judge, scenario.spec.batch_size))
         except asyncio.CancelledError:
             interrupted = True
         finally:
@@ -354,6 +368,30 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                                          "oracles; --resume continues")
     outcome.duration_s = time.perf_counter() - t0
     return outcome
+
+
+async def _elsewhere(executor: Any, scenario: Scenario, context: EvalContext, out_dir: Path,
+                     pending: list, concurrency: int | None, sink, progress: Progress,
+                     stop) -> bool:
+    """The pending cases on another executor (:mod:`evalharness.executors`): each group's
+    result lines written here as they arrive, the progress bar counting cases across the
+    cluster. Returns whether a stop was requested."""
+    from evalharness.executors import WorkerSpec, local_failures
+
+    def emit(lines: list[str]) -> None:
+        sink.write("".join(line + "\n" for line in lines))
+        sink.flush()
+        os.fsync(sink.fileno())
+        progress.advance(len(lines))
+
+    def failed(ids: list[str], reason: str) -> list[str]:
+        return local_failures(scenario, context, ids, reason)
+
+    database = context.database.path if context.database is not None else None
+    spec = WorkerSpec.of(scenario, out_dir, concurrency, database if database and
+                         Path(database).is_file() else None)
+    return await asyncio.to_thread(executor.run, spec, pending, emit, failed,
+                                   lambda: stop.requested)
 
 
 def _selection_of(scenario: Scenario) -> dict[str, Any]:

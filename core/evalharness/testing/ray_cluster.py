@@ -1,0 +1,92 @@
+"""A Ray cluster of this machine, for tests and benchmarks: `ray start` nodes in the
+foreground (``--block``), each in its own process group, stopped by process id — never
+``ray stop``, which would stop every Ray process of the machine.
+
+>>> with localhost_cluster([2]) as address:        # doctest: +SKIP
+...     run(..., executor="ray", address=address)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+"""What the nodes and the driver need here: no usage stats, and no token (a cluster of this
+machine only, which nothing else can reach through it)."""
+
+
+def ray_command() -> str:
+    found = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
+    if found is None:
+        raise RuntimeError("the `ray` command is missing: pip install -e '.[ray]'")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def localhost_cluster(cpus: Sequence[int], *, object_store_mb: int = 80,
+                      cwd: Path | None = None) -> Iterator[str]:
+    """A head node with ``cpus[0]`` CPUs and one more node per further entry; the head's
+    address (``127.0.0.1:PORT``) while it lasts. Set :data:`ENV` in the driver's
+    environment too."""
+    ray_bin, port = ray_command(), _free_port()
+    env = {**os.environ, **ENV}
+    common = ["--block", "--disable-usage-stats", "--object-store-memory",
+              str(object_store_mb * 1024 * 1024)]
+    address = f"127.0.0.1:{port}"
+    nodes: list[subprocess.Popen] = []
+
+    def start(args: list[str], n: int) -> None:
+        nodes.append(subprocess.Popen([ray_bin, "start", *args, "--num-cpus", str(n), *common],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      env=env, start_new_session=True, cwd=cwd))
+
+    try:
+        start(["--head", "--port", str(port), "--include-dashboard", "false"], cpus[0])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        for n in cpus[1:]:
+            start(["--address", address], n)
+        time.sleep(1.0)  # the raylets register after the head's port opens
+        yield address
+    finally:
+        for node in nodes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(node.pid, signal.SIGTERM)
+        for node in nodes:
+            try:
+                node.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(node.pid, signal.SIGKILL)
+                node.wait(timeout=10)
+        _forget(port)
+
+
+def _forget(port: int) -> None:
+    """Remove Ray's note of "the cluster of this machine" when it names ours: a later
+    ``ray.init()`` would try to join the stopped cluster."""
+    import tempfile
+
+    note = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    with contextlib.suppress(OSError):
+        if note.read_text().strip().endswith(f":{port}"):
+            note.unlink()
