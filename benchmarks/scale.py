@@ -257,7 +257,8 @@ def print_table(rows: list[Measurement]) -> bool:
     return ok
 
 
-def ray_comparison(work: Path, sizes: list[int], seed: int, io_cases: int) -> None:
+def ray_comparison(work: Path, local: dict[int, tuple[Path, Measurement]], seed: int,
+                   io_cases: int) -> None:
     """The local executor against Ray with 1 and 2 worker CPUs (CPU-bound), then an
     I/O-bound system at equal total concurrency; wall time ratios to local, same run."""
     from evalharness.testing.ray_cluster import ENV, localhost_cluster
@@ -266,10 +267,8 @@ def ray_comparison(work: Path, sizes: list[int], seed: int, io_cases: int) -> No
     print("\nlocal executor vs Ray (a cluster on this machine), wall time; ratio = Ray / local")
     print(f"{'system':>10} {'cases':>7} {'executor':>22} {'wall s':>8} {'cases/s':>8} "
           f"{'ratio':>6}")
-    for n in sorted(sizes):
-        scenario = write_scenario(work / f"ray-scenario-{n}", n, seed)
-        base = measure(scenario, work / f"ray-local-{n}", n)
-        rows = [("local", base)]
+    for n, (scenario, base) in sorted(local.items()):
+        rows = [("local", base)]  # the run of the table above, in this same invocation
         for cpus in (1, 2):
             with localhost_cluster([cpus]) as address:
                 rows.append((f"ray, {cpus} worker CPU{'s' * (cpus > 1)}", measure(
@@ -306,18 +305,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true",
                         help="Keep the generated scenarios and output folders (printed).")
     args = parser.parse_args(argv)
+    if args.executor == "ray" and args.headroom:
+        parser.error("--executor ray compares runs without --headroom")
     work = Path(tempfile.mkdtemp(prefix="evalharness-scale-"))
     rows = []
+    scenarios = {}
     try:
         for n in sorted(args.sizes):
             scenario = write_scenario(work / f"scenario-{n}", n, args.seed)
             rows.append(measure(scenario, work / f"run-{n}", n, args.headroom))
+            scenarios[n] = (scenario, rows[-1])
         print(f"shop-like scenario, heuristic judge, every evaluator of {SHOP_YAML.name}; "
               f"oracle headroom {'on' if args.headroom else 'off (--headroom to include)'}; "
               f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}\n")
         ok = print_table(rows)
         if args.executor == "ray":
-            ray_comparison(work, args.sizes, args.seed, args.io_cases)
+            ray_comparison(work, scenarios, args.seed, args.io_cases)
     finally:
         if args.keep:
             print(f"\nkept: {work}")

@@ -219,3 +219,25 @@ def test_executor_names_and_addresses_are_checked(tmp_path):
     bad = run_cli("scenario", SHOP, "--out", tmp_path / "b", "--address", "auto")
     assert bad.code == 2 and "--address names a cluster" in bad.err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_worker_loads_the_drivers_scenario_and_refuses_other_files(tmp_path):
+    """What a task does first, in this process: the judge settings after the command line's
+    overrides arrive whole (nested prices as models), and a worker that sees other input
+    files than the driver refuses to run."""
+    import dataclasses
+
+    from evalharness.errors import RunError
+    from evalharness.executors import WorkerSpec, _state
+    from evalharness.judge.base import Price
+    from evalharness.scenario import load_scenario
+
+    driver = load_scenario(SHOP, judge_overrides={"prices": {"m": Price(input=1, output=2)},
+                                                  "concurrency": 3})
+    spec = WorkerSpec.of(driver, tmp_path, None)
+    worker = _state(spec).scenario
+    assert worker.spec.judge == driver.spec.judge
+    assert isinstance(worker.spec.judge.prices["m"], Price)
+    other = dataclasses.replace(spec, inputs=(*spec.inputs[:-1], "0" * 64))
+    with pytest.raises(RunError, match="other inputs than the driver"):
+        _state(other)

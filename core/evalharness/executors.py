@@ -107,8 +107,11 @@ def _state(spec: WorkerSpec) -> _State:
         from evalharness.runner import load_system, prepare_context
         from evalharness.scenario import load_scenario
 
+        from evalharness.judge.base import JudgeConfig
+
+        judge = JudgeConfig.model_validate(spec.judge)  # nested values as models (prices)
         scenario = load_scenario(spec.path, extra_plugins=list(spec.plugins),
-                                 judge_overrides=spec.judge)
+                                 judge_overrides={k: getattr(judge, k) for k in spec.judge})
         if _digests(scenario) != spec.inputs:
             raise RunError(f"{spec.path}: this worker sees other inputs than the driver "
                            "(the scenario, its data or the system's code differ on this "
