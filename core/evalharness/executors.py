@@ -104,10 +104,9 @@ class _State:
 def _state(spec: WorkerSpec) -> _State:
     key = spec.key()
     if key not in _STATES:
+        from evalharness.judge.base import JudgeConfig
         from evalharness.runner import load_system, prepare_context
         from evalharness.scenario import load_scenario
-
-        from evalharness.judge.base import JudgeConfig
 
         judge = JudgeConfig.model_validate(spec.judge)  # nested values as models (prices)
         scenario = load_scenario(spec.path, extra_plugins=list(spec.plugins),
