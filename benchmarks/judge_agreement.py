@@ -56,6 +56,7 @@ from evalharness.judge import (
     heuristic,
 )
 from evalharness.judge.heuristic import STOPWORDS, HeuristicJudge
+from evalharness.review.stats import roc_auc, spearman  # what `evalharness agreement` uses
 from evalharness_generation.judged import _support as plugin_support
 
 DATA = Path(__file__).resolve().parent / "data" / "human_labels"
@@ -67,46 +68,6 @@ N_QUESTIONS = 3
 
 
 # -- statistics --------------------------------------------------------------------------------
-
-
-def average_ranks(values: Sequence[float]) -> np.ndarray:
-    """Ranks 1..n, ties sharing the average of the ranks they span.
-
-    >>> average_ranks([10, 20, 20, 5]).tolist()
-    [2.0, 3.5, 3.5, 1.0]
-    """
-    x = np.asarray(values, dtype=float)
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), dtype=float)
-    sorted_x = x[order]
-    i = 0
-    while i < len(x):
-        j = i
-        while j + 1 < len(x) and sorted_x[j + 1] == sorted_x[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """ROC-AUC as the Mann-Whitney U statistic: the chance that a random positive scores
-    above a random negative, ties counting one half. NaN when a class is missing.
-
-    >>> roc_auc([0.9, 0.8, 0.3, 0.1], [True, True, False, False])
-    1.0
-    >>> roc_auc([0.5, 0.5, 0.5, 0.1], [True, False, True, False])
-    0.75
-    >>> roc_auc([1, 2], [True, True])
-    nan
-    """
-    y = np.asarray(labels, dtype=bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = average_ranks(scores)
-    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2
-    return float(u / (n_pos * n_neg))
 
 
 def delta_auc_interval(a: Sequence[float], b: Sequence[float], labels: Sequence[bool],
@@ -141,22 +102,6 @@ def _auc(x: np.ndarray, y: np.ndarray) -> float:
     ranks = (ends - (counts - 1) / 2)[inverse]
     n_pos = int(y.sum())
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * (len(y) - n_pos)))
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rho: Pearson correlation of average ranks (ties handled). NaN if constant.
-
-    >>> spearman([1, 2, 3, 4], [10, 20, 30, 40])
-    1.0
-    >>> round(spearman([1, 2, 2, 3], [3, 1, 2, 0]), 4)
-    -0.9487
-    >>> spearman([1, 1, 1], [1, 2, 3])
-    nan
-    """
-    rx, ry = average_ranks(x), average_ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = float(np.sqrt((rx * rx).sum() * (ry * ry).sum()))
-    return float((rx * ry).sum() / denom) if denom else float("nan")
 
 
 def balanced_accuracy(scores: Sequence[float], labels: Sequence[bool], threshold: float
