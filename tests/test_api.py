@@ -237,6 +237,59 @@ def test_an_interrupt_in_a_notebook_stops_the_run(tmp_path):
     assert report.cases["total"] == 20 and len(result_ids(out)) == 20
 
 
+def test_an_interrupt_as_the_worker_thread_starts_leaves_no_run_behind(tmp_path, monkeypatch):
+    """CI found it: Jupyter's interrupt can land in the main thread just after the run's worker
+    thread started and before the main thread waits for it. The run must stop then too — not
+    carry on in the background, where a ``resume=True`` in the same process (the run lock is
+    reentrant within a process) wrote every case a second time."""
+    write_jsonl(tmp_path / "cases.jsonl",
+                [{"id": f"c{i:02d}", "question": "q", "gold": {"routes": ["sql"]}}
+                 for i in range(6)])
+    write(tmp_path / "slow.py", """
+        import time
+
+        def answer(case):
+            time.sleep(0.05)
+            return {"case_id": case.id, "router": {"routes": ["sql"]}}
+    """)
+    scenario = write(tmp_path / "slow.yaml", """
+        name: slow
+        cases: cases.jsonl
+        system: slow.py:answer
+        pipeline:
+          router: {routes: {sql: []}}
+        evaluators:
+          router: [route_accuracy]
+    """)
+    out = tmp_path / "run"
+    start = threading.Thread.start
+    interrupted = []
+
+    def start_then_interrupt(thread):  # the signal arrives at the first bytecode after start()
+        start(thread)
+        if thread.name.startswith("evalharness") and not interrupted:
+            interrupted.append(thread)
+            raise KeyboardInterrupt
+
+    async def cell(**extra):
+        return evalharness.run_scenario(scenario, out=out, concurrency=1, headroom=False,
+                                        **extra)
+
+    loop = asyncio.new_event_loop()
+    try:
+        monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+        with pytest.raises((evalharness.RunInterrupted, KeyboardInterrupt)):
+            loop.run_until_complete(cell())
+        monkeypatch.undo()
+        assert interrupted and not interrupted[0].is_alive(), "the run goes on in the background"
+        started = (out / "run.json").exists()  # interrupted before the run began: start it
+        report = loop.run_until_complete(cell(resume=started))
+    finally:
+        loop.close()
+    assert report.cases["total"] == 6
+    assert sorted(result_ids(out)) == [f"c{i:02d}" for i in range(6)]  # each once
+
+
 def test_run_coroutine_inside_and_outside_a_running_loop():
     async def where():
         return threading.current_thread(), asyncio.get_running_loop()

@@ -15,8 +15,8 @@ Jupyter notebook): the run then gets its own loop in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
+import threading
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -203,28 +203,52 @@ def default_out(scenario: Scenario) -> Path:
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to its end from synchronous code: with ``asyncio.run``, or — when this
-    thread already runs an event loop (Jupyter) — on a fresh loop in a worker thread."""
+    thread already runs an event loop (Jupyter) — on a fresh loop in a worker thread.
+
+    Jupyter's "interrupt the kernel" raises ``KeyboardInterrupt`` in this thread wherever it
+    is, even the instant after the worker started: the run is then cancelled (at its next
+    ``await``, or as it starts) and waited for before the interrupt goes on, so no run carries
+    on in the background of the next one."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    started: dict[str, Any] = {}
+    guard = threading.Lock()
+    state: dict[str, Any] = {"stop": False}
+    outcome: dict[str, Any] = {}
 
     async def main() -> T:
-        started["loop"], started["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        with guard:
+            state["loop"], state["task"] = asyncio.get_running_loop(), asyncio.current_task()
+            stop = state["stop"]
+        if stop:  # interrupted before this task existed to be cancelled
+            coro.close()
+            raise asyncio.CancelledError
         return await coro
 
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evalharness") as pool:
-        future = pool.submit(asyncio.run, main())
+    def work() -> None:
         try:
-            return future.result()
-        except KeyboardInterrupt:  # Jupyter's "interrupt the kernel": stop the run, then say so
-            if "task" in started:
+            outcome["value"] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name="evalharness-run", daemon=True)
+    try:
+        worker.start()
+        worker.join()
+    except KeyboardInterrupt:
+        with guard:
+            state["stop"] = True
+            if "task" in state:
                 with contextlib.suppress(RuntimeError):  # the loop has ended already
-                    started["loop"].call_soon_threadsafe(started["task"].cancel)
-            with contextlib.suppress(BaseException):
-                future.result()
-            raise
+                    state["loop"].call_soon_threadsafe(state["task"].cancel)
+        while worker.is_alive():  # a second interrupt does not leave the run running
+            with contextlib.suppress(KeyboardInterrupt):
+                worker.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def compare_runs(a: str | Path, b: str | Path, *, alpha: float = 0.05,
