@@ -187,21 +187,19 @@ def test_run_scenario_works_where_an_event_loop_is_already_running(tmp_path):
     assert threads and threads[0] is not threading.main_thread()
 
 
-def test_an_interrupt_in_a_notebook_stops_the_run(tmp_path):
-    """Jupyter runs a cell inside its event loop and turns "interrupt the kernel" (SIGINT) into
-    a KeyboardInterrupt in the main thread. The run, on its worker thread, must then stop —
-    not carry on to the last case and only then report itself interrupted — and resume."""
-    write_jsonl(tmp_path / "cases.jsonl",
+def slow_scenario(folder: Path, *, cases: int, seconds: float) -> Path:
+    """A scenario of ``cases`` cases whose system sleeps ``seconds`` per answer."""
+    write_jsonl(folder / "cases.jsonl",
                 [{"id": f"c{i:02d}", "question": "q", "gold": {"routes": ["sql"]}}
-                 for i in range(20)])
-    write(tmp_path / "slow.py", """
+                 for i in range(cases)])
+    write(folder / "slow.py", f"""
         import time
 
         def answer(case):
-            time.sleep(0.1)  # 2 s for the 20 cases, one at a time
-            return {"case_id": case.id, "router": {"routes": ["sql"]}}
+            time.sleep({seconds})
+            return {{"case_id": case.id, "router": {{"routes": ["sql"]}}}}
     """)
-    scenario = write(tmp_path / "slow.yaml", """
+    return write(folder / "slow.yaml", """
         name: slow
         cases: cases.jsonl
         system: slow.py:answer
@@ -210,6 +208,13 @@ def test_an_interrupt_in_a_notebook_stops_the_run(tmp_path):
         evaluators:
           router: [route_accuracy]
     """)
+
+
+def test_an_interrupt_in_a_notebook_stops_the_run(tmp_path):
+    """Jupyter runs a cell inside its event loop and turns "interrupt the kernel" (SIGINT) into
+    a KeyboardInterrupt in the main thread. The run, on its worker thread, must then stop —
+    not carry on to the last case and only then report itself interrupted — and resume."""
+    scenario = slow_scenario(tmp_path, cases=20, seconds=0.1)  # 2 s, one at a time
     out = tmp_path / "run"
 
     class InterruptAtStart(Progress):
@@ -242,25 +247,7 @@ def test_an_interrupt_as_the_worker_thread_starts_leaves_no_run_behind(tmp_path,
     thread started and before the main thread waits for it. The run must stop then too — not
     carry on in the background, where a ``resume=True`` in the same process (the run lock is
     reentrant within a process) wrote every case a second time."""
-    write_jsonl(tmp_path / "cases.jsonl",
-                [{"id": f"c{i:02d}", "question": "q", "gold": {"routes": ["sql"]}}
-                 for i in range(6)])
-    write(tmp_path / "slow.py", """
-        import time
-
-        def answer(case):
-            time.sleep(0.05)
-            return {"case_id": case.id, "router": {"routes": ["sql"]}}
-    """)
-    scenario = write(tmp_path / "slow.yaml", """
-        name: slow
-        cases: cases.jsonl
-        system: slow.py:answer
-        pipeline:
-          router: {routes: {sql: []}}
-        evaluators:
-          router: [route_accuracy]
-    """)
+    scenario = slow_scenario(tmp_path, cases=6, seconds=0.05)
     out = tmp_path / "run"
     start = threading.Thread.start
     interrupted = []
