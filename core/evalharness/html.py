@@ -146,7 +146,9 @@ def _judge(report: Report) -> dict[str, Any]:
         use = (f"{usage.get('judgments', 0)} judgments · {usage.get('requests', 0)} requests · "
                f"{usage.get('cache_hits', 0)} cache hits · "
                f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,} tokens"
-               + (f" · cost {usage['cost']:.4f}" if "cost" in usage else ""))
+               + (f" · cost {usage['cost']:.4f}" if "cost" in usage else "")
+               + (f" · {usage['refused']} not requested (judge.max_cost reached)"
+                  if usage.get("refused") else ""))
     return {
         "configured": judge.get("backend") is not None,
         "label": judge.get("label") or judge.get("backend") or "no judge",

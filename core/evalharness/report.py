@@ -587,12 +587,18 @@ def usage_line(usage: dict) -> str:
     >>> usage_line({"judgments": 4, "requests": 3, "cache_hits": 1, "prompt_tokens": 10,
     ...             "completion_tokens": 5, "errors": 0})
     '4 judgments, 3 requests, 1 cache hits, 15 tokens, 0 errors'
+    >>> usage_line({"judgments": 4, "requests": 1, "cache_hits": 0, "prompt_tokens": 10,
+    ...             "completion_tokens": 5, "errors": 3, "cost": 0.02, "refused": 3}).split(" — ")[1]
+    '3 not requested: judge.max_cost was reached'
     """
     text = (f"{usage['judgments']} judgments, {usage['requests']} requests, "
             f"{usage['cache_hits']} cache hits, "
             f"{usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
             f"{usage['errors']} errors")
-    return text + (f", cost {usage['cost']:.4f}" if "cost" in usage else "")
+    text += f", cost {usage['cost']:.4f}" if "cost" in usage else ""
+    if usage.get("refused"):
+        text += f" — {usage['refused']} not requested: judge.max_cost was reached"
+    return text
 
 
 def fmt_ci(ci: list[float] | None, digits: int = 3) -> str:

@@ -139,7 +139,13 @@ def make_judge(scenario: Scenario):
     the judge block)."""
     backend = scenario.host.judge_backend(scenario.spec.judge.backend)
     try:
-        return backend.factory(scenario.spec.judge)
+        judge = backend.factory(scenario.spec.judge)
+        try:
+            judge.check_limits()
+        except ValueError as exc:
+            judge.close()
+            raise ScenarioError(str(exc)) from None
+        return judge
     except ScenarioError as exc:
         if str(exc).startswith(str(scenario.path)):
             raise

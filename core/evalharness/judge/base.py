@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalharness.judge.cache import JudgeCache, default_cache_path
+from evalharness.judge.limits import CeilingReached, Limits
 from evalharness.judge.tasks import JudgmentTask
 from evalharness.redaction import redact
 
@@ -137,7 +138,23 @@ class JudgeConfig(BaseModel):
     reading (``--no-cache`` and ``--refresh-cache`` set these)."""
 
     prices: dict[str, Price] = Field(default_factory=dict)
-    """Model name -> price, to report the cost of judging."""
+    """Model name -> price, to report the cost of judging (and to enforce ``max_cost``)."""
+
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    """Most requests sent in any 60 seconds, per model (chat and embeddings models are
+    metered apart, as OpenAI and Azure do): requests wait for room instead of meeting 429s.
+    Retries and re-asks count. Default: no limit but ``concurrency``."""
+
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    """Most tokens (prompt + completion) in any 60 seconds, per model. A request reserves its
+    estimate (prompt characters ÷ 4, plus the mean completion so far) until its answer says
+    what it used."""
+
+    max_cost: float | None = Field(default=None, gt=0)
+    """Cost ceiling of one invocation, in the currency of ``prices`` (which must then price
+    every model the judge calls). A request whose estimated cost would pass it is not sent:
+    its judgment is an error that says so (``refused`` in the records), the run completes,
+    and a rerun judges the rest — what was paid for comes from the cache."""
 
     options: dict[str, Any] = Field(default_factory=dict)
     """Backend-specific settings."""
@@ -169,6 +186,8 @@ class Judgment(BaseModel):
     shared: bool = False
     """Whether the answer came from an identical request in flight at the same time (single
     flight): no request of its own; counted like a cache hit."""
+    refused: bool = False
+    """Not requested: the judge's cost ceiling (``judge.max_cost``) was reached."""
     requests: int = 0
     """Requests sent for this judgment (retries and a re-ask included; 0 when cached or
     shared)."""
@@ -184,6 +203,8 @@ class Judgment(BaseModel):
         """A JSON-able record to store with the metric value it produced (same ``id`` on every
         call)."""
         out = self.model_dump(mode="json", exclude={"output"})
+        if not self.refused:
+            del out["refused"]  # records as before the ceiling existed
         out["output"] = self.output.model_dump(mode="json") if self.output is not None else None
         out["kind"] = "chat"
         return out
@@ -210,6 +231,8 @@ class Embeddings:
     """Texts of the group whose vectors came from the cache."""
     shared: bool = False
     """Vectors came from another call's request in flight, none from a request of its own."""
+    refused: bool = False
+    """Not requested: the judge's cost ceiling (``judge.max_cost``) was reached."""
     id: str = field(default_factory=new_id)
     """Unique id (see :func:`new_id`), fixed for the object."""
 
@@ -219,7 +242,8 @@ class Embeddings:
                 "model": self.model, "error": self.error, "cached": self.cached,
                 "shared": self.shared, "requests": self.requests,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": 0,
-                "texts": self.texts, "cached_texts": self.cached_texts}
+                "texts": self.texts, "cached_texts": self.cached_texts,
+                **({"refused": True} if self.refused else {})}
 
 
 def vector_problem(vectors: Any, n: int) -> str | None:
@@ -341,6 +365,7 @@ class Judge:
         self._chat: Slots | None = None
         self._emb: asyncio.Semaphore | None = None
         self._flights: dict[str, _Flight] = {}
+        self._limits: Limits | None = None
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -434,6 +459,36 @@ class Judge:
                                      else default_cache_path())
         return self._cache
 
+    @property
+    def limits(self) -> Limits:
+        """This judge's per-minute limits and cost ceiling (:mod:`evalharness.judge.limits`);
+        they apply to the requests of an LLM backend, not to the offline heuristic."""
+        if self._limits is None:
+            c = self.config
+            self._limits = Limits(requests_per_minute=c.requests_per_minute,
+                                  tokens_per_minute=c.tokens_per_minute,
+                                  max_cost=c.max_cost, prices=c.prices)
+        return self._limits
+
+    def check_limits(self) -> None:
+        """Raise ``ValueError`` when ``max_cost`` cannot be enforced: a model the judge calls
+        has no price. Warn when the limits cannot apply (a backend that sends no request)."""
+        limits = self.limits
+        if not limits.active:
+            return
+        if not self.is_llm:
+            self.warn(f"judge.requests_per_minute, tokens_per_minute and max_cost apply to "
+                      f"an LLM judge's requests; the {self.backend} judge sends none, so they "
+                      "have no effect")
+            return
+        models = [m for m in (self.model, self.embedding_model) if m]
+        missing = limits.missing_prices(models)
+        if missing:
+            raise ValueError(f"max_cost needs a price for every model the judge calls; "
+                             f"`prices` has none for {', '.join(map(repr, missing))} — add "
+                             f"e.g. prices: {{{missing[0]}: {{input: 0.15, output: 0.6}}}} "
+                             "(per million tokens)")
+
     def key(self, task: JudgmentTask, inputs: BaseModel) -> str:
         return content_key(self.backend, self.model, task.id, task.version,
                            inputs.model_dump(mode="json"), {"temperature": self.config.temperature})
@@ -486,7 +541,12 @@ class Judge:
         """The backend's answer (an exception becomes the error), stored in the cache."""
         try:
             async with self._chat_slot().slot(rounds_after):
-                judgment = await self.complete(task, inputs, key)
+                judgment = await self._metered(
+                    self.model, lambda: sum(len(m["content"]) for m in task.messages(inputs)),
+                    lambda: self.complete(task, inputs, key), chat=True)
+        except CeilingReached as exc:
+            return Judgment(task=task.id, rubric_version=task.version, backend=self.backend,
+                            model=self.model, key=key, error=str(exc), refused=True)
         except Exception as exc:
             judgment = Judgment(task=task.id, rubric_version=task.version, backend=self.backend,
                                 model=self.model, key=key, error=self._crash(exc))
@@ -500,6 +560,23 @@ class Judge:
                           f"({type(exc).__name__}: {exc}); answers are not cached this run — "
                           "check the disk, or run with --no-cache")
         return judgment
+
+    async def _metered(self, model: str | None, chars: Callable[[], int],
+                       call: Callable[[], Awaitable[Any]], *, chat: bool) -> Any:
+        """``call()`` under a permit of :attr:`limits` when any apply (an LLM backend): it
+        waits for the per-minute limits, raises :class:`CeilingReached` past ``max_cost``,
+        and the answer's reported usage replaces the estimate (``chars``: the request's
+        size, for the estimate)."""
+        if not (self.is_llm and self.limits.active):
+            return await call()
+        permit = await self.limits.permit(model or "",
+                                          *self.limits.estimate(chars(), chat=chat))
+        answer = None
+        try:
+            answer = await call()
+            return answer
+        finally:
+            permit.settle(*(_usage(answer) if answer is not None else permit.held))
 
     async def _single_flight(self, key: str, produce: Callable[[], Awaitable[Any]]
                              ) -> tuple[Any, bool]:
@@ -642,7 +719,11 @@ class Judge:
         """One request's worth of texts; every problem becomes the result's error."""
         try:
             async with self._emb_slot():
-                out = await self.embed(texts)
+                out = await self._metered(self.embedding_model, lambda: sum(map(len, texts)),
+                                          lambda: self.embed(texts), chat=False)
+        except CeilingReached as exc:
+            return Embeddings(None, error=str(exc), refused=True, backend=self.backend,
+                              model=self.embedding_model)
         except Exception as exc:
             return Embeddings(None, error=self._crash(exc))
         if out.vectors is not None:
@@ -690,9 +771,17 @@ class Judge:
             self._loop = None
             self._chat = self._emb = None  # bound to the loop that is gone
             self._flights.clear()
+            if self._limits is not None:
+                self._limits.detach()
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+
+def _usage(answer: Judgment | Embeddings) -> tuple[int, int, int]:
+    """``(requests, prompt tokens, completion tokens)`` an answer reports."""
+    return (answer.requests, answer.prompt_tokens,
+            getattr(answer, "completion_tokens", 0))
 
 
 def _log(results: list) -> list:
@@ -767,6 +856,7 @@ class Usage:
                      "completion_tokens": 0, "errors": 0}
         self._cost = 0.0
         self._priced = False
+        self._refused = 0
 
     def add(self, records: Sequence[dict[str, Any]]) -> None:
         """Count the records of one case (each id once among them)."""
@@ -785,6 +875,7 @@ class Usage:
             out["prompt_tokens"] += int(r.get("prompt_tokens", 0))
             out["completion_tokens"] += int(r.get("completion_tokens", 0))
             out["errors"] += r.get("error") is not None
+            self._refused += bool(r.get("refused"))
             price = prices.get(r.get("model") or "")
             if price is not None:
                 self._priced = True
@@ -792,8 +883,11 @@ class Usage:
                                + r.get("completion_tokens", 0) * price.output) / 1e6
 
     def summary(self) -> dict[str, Any]:
-        """Requests, cache hits, tokens, errors (and the cost, when a record has a price)."""
+        """Requests, cache hits, tokens, errors (and the cost, when a record has a price; the
+        judgments not requested because of ``judge.max_cost``, when there are any)."""
         out = dict(self._out)
         if self._priced:
             out["cost"] = round(self._cost, 10)
+        if self._refused:
+            out["refused"] = self._refused  # not requested: judge.max_cost was reached
         return out
