@@ -250,10 +250,10 @@ def test_hook_register_judge_backends(small):
 
 
 def test_hook_register_executors(small):
-    """A plugin's executor: it gets the cases to run and hands back their result lines; here
+    """A plugin's executor: it gets the work to run and hands back its result lines; here
     each group runs through the public worker entry point, last group first."""
     from evalharness.api import make_executor
-    from evalharness.executors import groups_of, run_group
+    from evalharness.executors import groups_of, run_group, work_groups
     from evalharness.registry import Executor
 
     class Backwards:
@@ -261,9 +261,9 @@ def test_hook_register_executors(small):
             self.address = address
             self.groups = 0
 
-        def run(self, spec, cases, emit, failed, stopped):
-            for ids in reversed(groups_of(cases, size=1)):
-                emit(run_group(spec, ids))
+        def run(self, spec, work, emit, failed, stopped):
+            for group in reversed(work_groups(work, size=1)):
+                emit(group, run_group(spec, group))
                 self.groups += 1
             return False
 

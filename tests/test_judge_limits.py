@@ -94,6 +94,22 @@ def test_tokens_per_minute_counts_the_reported_usage_not_the_estimate():
     assert now == 0
 
 
+def test_estimates_grow_to_the_largest_answer_the_model_gave():
+    limits = Limits(tokens_per_minute=10**6)
+    assert limits.estimate("m", 300, chat=True) == (100, 256)     # before any answer
+    assert limits.estimate("e", 300, chat=False) == (100, 0)
+
+    async def main():
+        for chars, prompt, completion in ((400, 100, 30), (100, 50, 10)):
+            permit = await limits.permit("m", 1, chars=chars)
+            permit.settle(1, prompt, completion)
+
+    asyncio.run(main())
+    # 0.5 tokens per character (the larger ratio), 30 completion tokens (the larger answer)
+    assert limits.estimate("m", 300, chat=True) == (150, 30)
+    assert limits.estimate("other", 300, chat=True) == (100, 256)
+
+
 def test_the_ceiling_reserves_requests_in_flight_and_refuses_past_it():
     limits = Limits(max_cost=1.0, prices={"m": Price(input=100_000.0, output=0.0)})
     # each request: 3 prompt tokens at 0.1 per token = 0.3

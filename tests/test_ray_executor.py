@@ -87,13 +87,22 @@ def test_groups_are_picked_by_a_stable_hash_of_the_case_id():
     assert groups_of(cases[::-1], size=16) == [g[::-1] for g in groups]
 
 
-def test_shop_on_ray_equals_the_local_run(local_ray, shop_cli_run, tmp_path):
+def test_shop_on_ray_equals_the_local_run(local_ray, shop_cli_run, tmp_path, monkeypatch):
     _, local = shop_cli_run
     out = tmp_path / "ray-run"
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the oracle reruns ran in the driver, not on the workers")
+
+    monkeypatch.setattr("evalharness.oracle.call_system", not_here)
     proc_report = __import__("evalharness").run_scenario(SHOP, out=out, executor="ray")
     assert proc_report.cases["evaluated"] == 51
     assert normalised(out) == normalised(local)
     assert report_without_timing(out) == report_without_timing(local)
+    # the oracle reruns ran on the workers too: the same records (in another order)
+    assert sorted((out / "headroom.jsonl").read_text().splitlines()) == sorted(
+        (local / "headroom.jsonl").read_text().splitlines())
+    assert len((out / "headroom.jsonl").read_text().splitlines()) > 10
     assert (out / "report.md").read_text().count("## ") == (local / "report.md").read_text(
     ).count("## ")
 
@@ -241,3 +250,68 @@ def test_a_worker_loads_the_drivers_scenario_and_refuses_other_files(tmp_path):
     other = dataclasses.replace(spec, inputs=(*spec.inputs[:-1], "0" * 64))
     with pytest.raises(RunError, match="other inputs than the driver"):
         _state(other)
+
+
+JUDGED_CASES = [{"id": f"j{i:02d}", "question": f"How much is coat {i % 6}?",
+                 "gold": {"answer": f"Coat {i % 6} costs {10 + i % 6} euros."}}
+                for i in range(24)]
+JUDGED_TRACES = [{"case_id": f"j{i:02d}", "generator": {
+    "answer": f"Coat {i % 6} costs {10 + i % 6} euros. It is wool.",
+    "contexts": [f"Coat {i % 6}: {10 + i % 6} euros, wool."]}} for i in range(24)]
+
+
+def judged_scenario(tmp_path: Path, base_url: str, cache: str, extra: str = "") -> Path:
+    """24 cases whose answers repeat every 6: the same judgments are asked by cases in
+    different groups, so on different workers at the same time."""
+    from conftest import write, write_jsonl
+
+    write_jsonl(tmp_path / "cases.jsonl", JUDGED_CASES)
+    write_jsonl(tmp_path / "traces.jsonl", JUDGED_TRACES)
+    return write(tmp_path / f"judged-{cache}.yaml", f"""
+        name: judged
+        cases: cases.jsonl
+        traces: traces.jsonl
+        pipeline: {{generator: {{}}}}
+        judge: {{backend: openai, model: j-1, embedding_model: e-1, base_url: "{base_url}",
+                 cache: {cache}.sqlite, concurrency: 2, max_retries: 0,
+                 prices: {{j-1: {{input: 1000, output: 1000}}, e-1: {{input: 10, output: 0}}}}
+                 {extra}}}
+        evaluators:
+          generator: [faithfulness, answer_relevancy]
+    """)
+
+
+def metric_values(run: Path) -> dict:
+    rows = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    return {r["case"]["id"]: {m: (v["value"], v["error"]) for m, v in
+                              r["components"]["generator"]["metrics"].items()} for r in rows}
+
+
+def test_the_llm_judge_is_one_for_the_whole_cluster(local_ray, tmp_path):
+    """Every worker's judge requests go through one judge service: its concurrency is the
+    cluster's (not per worker), two workers asking the same judgment pay once (the same
+    requests as a local run), a rerun makes none, and max_cost holds across workers."""
+    import evalharness
+    from evalharness.testing.fake_openai import FakeOpenAI
+
+    with FakeOpenAI(latency_s=0.05) as server:
+        local = evalharness.run_scenario(judged_scenario(tmp_path, server.base_url, "a"),
+                                         out=tmp_path / "local")
+        paid = sum(server.counts.values())
+        assert paid == local.judge["usage"]["requests"] > 0
+        server.counts.clear()
+        server.max_in_flight.clear()
+        scenario = judged_scenario(tmp_path, server.base_url, "b")
+        on_ray = evalharness.run_scenario(scenario, out=tmp_path / "ray", executor="ray")
+        assert sum(server.counts.values()) == paid == on_ray.judge["usage"]["requests"], \
+            "two workers paid twice for one judgment"
+        assert server.max_in_flight["chat"] <= 2, "the concurrency limit is per worker"
+        assert metric_values(tmp_path / "ray") == metric_values(tmp_path / "local")
+        server.counts.clear()
+        again = evalharness.run_scenario(scenario, out=tmp_path / "again", executor="ray")
+        assert sum(server.counts.values()) == 0 and again.judge["usage"]["requests"] == 0
+        ceiling = round(local.judge["usage"]["cost"] / 3, 6)
+        capped = judged_scenario(tmp_path, server.base_url, "c", f", max_cost: {ceiling}")
+        report = evalharness.run_scenario(capped, out=tmp_path / "capped", executor="ray")
+    usage = report.judge["usage"]
+    assert usage["cost"] <= ceiling and usage["refused"] > 0

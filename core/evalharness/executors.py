@@ -17,6 +17,7 @@ the same group whatever the order or number of the other cases.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -27,10 +28,27 @@ from pathlib import Path
 from typing import Any
 
 from evalharness.errors import RunError, UsageError
+from evalharness.judge.base import Embeddings, Judge, JudgeConfig, Judgment
 from evalharness.models import Case, CaseResult, Trace
 
 GROUP_SIZE = 16
 """Cases per task, on average: enough to pay a task's overhead, few enough to spread."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """One thing a worker runs: a case of the run, or — with ``oracle`` — an oracle rerun of
+    a failed case, the system called with ``overrides`` (docs/bottleneck.md, "Oracle
+    headroom") and only the evaluators the verdicts read."""
+
+    case_id: str
+    oracle: str | None = None
+    overrides: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        """Unique among a run's work: the case id, or ``oracle/case id`` for a rerun."""
+        return self.case_id if self.oracle is None else f"{self.oracle}/{self.case_id}"
 
 
 @dataclass(frozen=True)
@@ -48,15 +66,21 @@ class WorkerSpec:
     database: str | None = None
     """The SQLite file the driver built or opened: workers read it, never build their own
     (several workers building one file at once would corrupt it)."""
+    shared_judge: bool = False
+    """Whether the workers send their judge requests to one judge for the whole run (an LLM
+    judge: one cache, one single flight, one concurrency, one set of per-minute limits and one
+    cost ceiling) instead of judging on their own (the offline heuristic, CPU-bound, which is
+    what the workers are for)."""
 
     @classmethod
     def of(cls, scenario, out_dir: Path, concurrency: int | None,
-           database: Path | None = None) -> WorkerSpec:
+           database: Path | None = None, shared_judge: bool = False) -> WorkerSpec:
         extra = [str(p) for p in scenario.plugin_files[len(scenario.spec.plugins):]]
         return cls(str(Path(scenario.path).resolve()), tuple(extra),
                    scenario.spec.judge.model_dump(mode="json"), str(Path(out_dir).resolve()),
                    _digests(scenario), concurrency or scenario.spec.concurrency,
-                   str(Path(database).resolve()) if database is not None else None)
+                   str(Path(database).resolve()) if database is not None else None,
+                   shared_judge)
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -77,14 +101,22 @@ def group_of(case_id: str, groups: int) -> int:
     return int.from_bytes(digest[:8], "little") % groups
 
 
-def groups_of(cases: Sequence[Case], size: int = GROUP_SIZE) -> list[list[str]]:
-    """The ids of ``cases`` in groups of about ``size``, by :func:`group_of`; empty groups
-    dropped, ids in case order within a group."""
-    n = max(1, -(-len(cases) // size))
+def groups_of(items: Sequence[Case | Work], size: int = GROUP_SIZE) -> list[list[str]]:
+    """The keys of ``items`` (a case's id, a :class:`Work`'s key) in groups of about
+    ``size``, by :func:`group_of`; empty groups dropped, keys in the items' order within a
+    group."""
+    n = max(1, -(-len(items) // size))
     out: list[list[str]] = [[] for _ in range(n)]
-    for case in cases:
-        out[group_of(case.id, n)].append(case.id)
+    for item in items:
+        key = item.id if isinstance(item, Case) else item.key
+        out[group_of(key, n)].append(key)
     return [g for g in out if g]
+
+
+def work_groups(work: Sequence[Work], size: int = GROUP_SIZE) -> list[list[Work]]:
+    """``work`` in the groups of :func:`groups_of`, as :class:`Work` items."""
+    by_key = {w.key: w for w in work}
+    return [[by_key[k] for k in keys] for keys in groups_of(work, size)]
 
 
 # -- the worker's side ---------------------------------------------------------------------------
@@ -101,20 +133,35 @@ class _State:
     by_id: dict[str, Case]
 
 
-def _state(spec: WorkerSpec) -> _State:
-    key = spec.key()
-    if key not in _STATES:
-        from evalharness.judge.base import JudgeConfig
-        from evalharness.runner import load_system, prepare_context
-        from evalharness.scenario import load_scenario
+def _load(spec: WorkerSpec):
+    """The driver's scenario, loaded here (checked to be made of the same files)."""
+    from evalharness.judge.base import JudgeConfig
+    from evalharness.scenario import load_scenario
 
-        judge = JudgeConfig.model_validate(spec.judge)  # nested values as models (prices)
-        scenario = load_scenario(spec.path, extra_plugins=list(spec.plugins),
-                                 judge_overrides={k: getattr(judge, k) for k in spec.judge})
-        if _digests(scenario) != spec.inputs:
-            raise RunError(f"{spec.path}: this worker sees other inputs than the driver "
-                           "(the scenario, its data or the system's code differ on this "
-                           "machine); every worker must see the same files")
+    judge = JudgeConfig.model_validate(spec.judge)  # nested values as models (prices)
+    scenario = load_scenario(spec.path, extra_plugins=list(spec.plugins),
+                             judge_overrides={k: getattr(judge, k) for k in spec.judge})
+    if _digests(scenario) != spec.inputs:
+        raise RunError(f"{spec.path}: this worker sees other inputs than the driver "
+                       "(the scenario, its data or the system's code differ on this "
+                       "machine); every worker must see the same files")
+    return scenario
+
+
+MAX_STATES = 4
+"""Scenarios a worker process keeps loaded (the most recent first out): a long-lived cluster
+serves many runs."""
+
+
+def _state(spec: WorkerSpec, judge: Any = None) -> _State:
+    """The loaded scenario, system and context of ``spec`` in this process (loaded once per
+    spec and judge service). ``judge``: the run's :class:`JudgeService`, when the workers
+    share one."""
+    key = spec.key() + (f"|{judge._actor_id.hex()}" if judge is not None else "")
+    if key not in _STATES:
+        from evalharness.runner import load_system, prepare_context
+
+        scenario = _load(spec)
         if spec.database is not None and scenario.spec.database is not None:
             if not Path(spec.database).is_file():
                 raise RunError(f"{spec.database}: the driver's database is not reachable "
@@ -123,45 +170,58 @@ def _state(spec: WorkerSpec) -> _State:
                                "`database.path` they all can read")
             scenario = dataclasses.replace(scenario, database_path=Path(spec.database))
         func = load_system(scenario) if scenario.system is not None else None
-        context = prepare_context(scenario, Path(spec.out_dir))
+        shared = ClusterJudge(scenario.spec.judge, judge) if judge is not None else None
+        context = prepare_context(scenario, Path(spec.out_dir), shared)
+        while len(_STATES) >= MAX_STATES:
+            _STATES.pop(next(iter(_STATES))).context.judge.close()
         _STATES[key] = _State(scenario, func, context, {c.id: c for c in scenario.cases})
     return _STATES[key]
 
 
-def run_group(spec: WorkerSpec, ids: Sequence[str]) -> list[str]:
-    """Run the system and the per-case evaluators on the cases ``ids`` (in this process),
-    and return their results as ``results.jsonl`` lines, in the order of ``ids``. What a
-    worker task does; the local executor's guarantees hold inside it (the system under its
-    time limit, in abandonable threads; ``sys.exit()`` a case's error)."""
+def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) -> list[str]:
+    """Run the system and the per-case evaluators on a group of cases (their ids, or
+    :class:`Work` items — oracle reruns among them) in this process, and return their results
+    as ``results.jsonl`` lines, in the group's order. What a worker task does; the local
+    executor's guarantees hold inside it (the system under its time limit, in abandonable
+    threads; ``sys.exit()`` a case's error). ``judge``: the run's :class:`JudgeService` (a
+    Ray actor) when the workers share one judge."""
     from evalharness.evaluate import evaluate_batch
+    from evalharness.oracle import PARAMETER
+    from evalharness.verdicts import criteria_for
 
-    state = _state(spec)
-    missing = [i for i in ids if i not in state.by_id]
+    state = _state(spec, judge)
+    items = [w if isinstance(w, Work) else Work(w) for w in group]
+    missing = [w.case_id for w in items if w.case_id not in state.by_id]
     if missing:
         raise RunError(f"{spec.path}: no case {missing[0]!r} in the scenario on this worker")
-    cases = [state.by_id[i] for i in ids]
+    cases = [state.by_id[w.case_id] for w in items]
     if state.func is None:
         none = "no recorded trace for this case in the traces file"
         traces = [state.scenario.traces.get(c.id) or Trace(case_id=c.id, error=none)
                   for c in cases]
     else:
-        traces = asyncio.run(_answer(state, cases, spec.concurrency))
+        options = state.scenario.system.options
+        calls = [(n, case, {**options, PARAMETER: w.overrides} if w.oracle else options)
+                 for n, (w, case) in enumerate(zip(items, cases, strict=True))]
+        traces = asyncio.run(_answer(state, calls, spec.concurrency))
+    # an oracle rerun needs only what the verdicts read (as in a local run)
+    only = criteria_for(state.scenario).needed() if any(w.oracle for w in items) else None
     results = evaluate_batch(state.scenario, state.context, list(zip(cases, traces,
                                                                       strict=True)),
-                             warned=set())
+                             warned=set(), only=only)
     for result in results:
         result.warnings.extend(state.scenario.trace_notes.get(result.case.id, ()))
     return [result.to_line() for result in results]
 
 
-async def _answer(state: _State, cases: list[Case], concurrency: int) -> list[Trace]:
+async def _answer(state: _State, calls: list[tuple[int, Case, dict]], concurrency: int
+                  ) -> list[Trace]:
     from evalharness.execution import END, call_system
 
     queue: asyncio.Queue = asyncio.Queue()
-    system = state.scenario.system
-    await call_system(state.func, [(i, case, system.options) for i, case in enumerate(cases)],
-                      concurrency, queue, timeout_s=system.timeout_s)
-    traces: list[Trace | None] = [None] * len(cases)
+    await call_system(state.func, calls, concurrency, queue,
+                      timeout_s=state.scenario.system.timeout_s)
+    traces: list[Trace | None] = [None] * len(calls)
     while True:
         item = queue.get_nowait()
         if item is END:
@@ -170,12 +230,112 @@ async def _answer(state: _State, cases: list[Case], concurrency: int) -> list[Tr
     return traces  # type: ignore[return-value]
 
 
+# -- one judge for the whole cluster ------------------------------------------------------------
+
+
+class JudgeService:
+    """The run's LLM judge, for every worker of the cluster: a Ray actor (async, on the
+    driver's node, so it reads and writes the same judge cache file as a local run) holding
+    the HTTP clients. Every worker's requests go through it, so one judge's machinery holds
+    for the whole run: the content-addressed cache (a rerun, local or on the cluster, makes
+    no request), single flight (two workers asking the same judgment at once pay once), the
+    ``concurrency`` limit, the per-minute limits and the ``max_cost`` ceiling
+    (:mod:`evalharness.judge.limits`).
+
+    One actor, not several: its event loop only waits on the endpoint, and one actor keeps
+    one cache handle, one table of requests in flight and one set of limits without a
+    protocol between actors. ``benchmarks/scale.py --executor ray --judge-service`` measures
+    what it serves."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        from evalharness.runner import make_judge
+
+        self.judge = make_judge(_load(spec))
+
+    def identity(self) -> dict[str, Any]:
+        return {**self.judge.identity(), "cacheable": self.judge.cacheable}
+
+    async def run_many(self, task, inputs: list, rounds_after: int = 0) -> list[Judgment]:
+        return await self.judge.arun_many(task, inputs, rounds_after)
+
+    async def embed_many(self, groups: list[list[str]]) -> list[Embeddings]:
+        return await self.judge.aembed_many(groups)
+
+    def summary(self) -> dict[str, Any]:
+        """What the limits did (cost spent, requests refused, seconds waited) and the judge's
+        warnings."""
+        return {"limits": self.judge.limits.summary(), "warnings": list(self.judge.warnings)}
+
+    def close(self) -> None:
+        self.judge.close()
+
+
+class ClusterJudge(Judge):
+    """A worker's judge when the run has a :class:`JudgeService`: the same identity as the
+    driver's judge; every judgment and embedding is asked of the service (an error there is
+    the judgment's error, never an exception)."""
+
+    def __init__(self, config: JudgeConfig, service: Any) -> None:
+        super().__init__(config.model_copy(update={"cache_mode": "off"}))  # the service's
+        self._service = service
+        self._identity = _get(service.identity.remote())
+        self.backend = self._identity["backend"]
+        self.is_llm = bool(self._identity["llm"])
+        self.cacheable = False  # cached and single-flighted by the service, not here
+
+    @property
+    def model(self) -> str | None:
+        return self._identity["model"]
+
+    @property
+    def embedding_model(self) -> str | None:
+        return self._identity["embedding_model"]
+
+    def identity(self) -> dict[str, Any]:
+        return {k: v for k, v in self._identity.items() if k != "cacheable"}
+
+    def label(self) -> str:
+        return self._identity["label"]
+
+    async def arun_many(self, task, inputs, rounds_after: int = 0) -> list[Judgment]:
+        inputs = list(inputs)
+        try:
+            return await self._service.run_many.remote(task, inputs, rounds_after)
+        except Exception as exc:  # noqa: BLE001 - the judgments are errors, the run goes on
+            error = _service_error(exc)
+            return [Judgment(task=task.id, rubric_version=task.version, backend=self.backend,
+                             model=self.model, key=self.key(task, i), error=error)
+                    for i in inputs]
+
+    async def aembed_many(self, groups) -> list[Embeddings]:
+        groups = [list(g) for g in groups]
+        try:
+            return await self._service.embed_many.remote(groups)
+        except Exception as exc:  # noqa: BLE001 - the embeddings are errors, the run goes on
+            error = _service_error(exc)
+            return [Embeddings(None, error=error, backend=self.backend,
+                               model=self.embedding_model, texts=len(g)) for g in groups]
+
+
+def _get(ref: Any) -> Any:
+    import ray
+
+    return ray.get(ref)
+
+
+def _service_error(exc: BaseException) -> str:
+    return (f"the cluster's judge service failed ({type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); rerun these "
+            "cases (--rerun-failed)")[:500]
+
+
 # -- the driver's side ---------------------------------------------------------------------------
 
-Emit = Callable[[list[str]], None]
-"""Write these results.jsonl lines (called in the driver, one group at a time)."""
-Failed = Callable[[list[str], str], list[str]]
-"""The result lines of cases whose group failed for good (the reason as their error)."""
+Emit = Callable[[list[Work], list[str]], None]
+"""Take a group's results (its work, and a ``results.jsonl`` line for each; called in the
+driver, one group at a time)."""
+Failed = Callable[[list[Work], str], list[str]]
+"""The result lines of work whose group failed for good (the reason as the cases' error)."""
 
 
 class RayExecutor:
@@ -198,6 +358,9 @@ class RayExecutor:
         self.group_size = group_size
         self.max_retries = max_retries
         self._started = False
+        self._service: tuple[str, Any] | None = None
+        self.service_summary: dict[str, Any] | None = None
+        """What the run's judge service reported at the end (its limits, its warnings)."""
 
     def start(self) -> None:
         """Connect to the cluster (``address``), or start a local Ray instance; a Ray
@@ -220,34 +383,74 @@ class RayExecutor:
         self._started = True
 
     def close(self) -> None:
+        self._stop_service()
         if self._started:
             self.ray.shutdown()
             self._started = False
 
-    def run(self, spec: WorkerSpec, cases: Sequence[Case], emit: Emit, failed: Failed,
+    def run(self, spec: WorkerSpec, work: Sequence[Work], emit: Emit, failed: Failed,
             stopped: Callable[[], bool]) -> bool:
-        """Run ``cases`` on the cluster; ``emit`` each group's lines as it finishes. Returns
-        whether a stop was requested (the groups not finished are cancelled; ``--resume``
-        runs their cases)."""
+        """Run ``work`` (the run's cases, or its oracle reruns) on the cluster; ``emit`` each
+        group's lines as it finishes. Returns whether a stop was requested (the groups not
+        finished are cancelled; ``--resume`` runs their cases)."""
         ray = self.ray
         self.start()
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(run_group)
         spec_ref = ray.put(spec)
-        pending = {task.remote(spec_ref, ids): ids for ids in groups_of(cases, self.group_size)}
-        while pending:
-            if stopped():
-                for ref in pending:
-                    ray.cancel(ref, force=True)
-                return True
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-            for ref in ready:
-                ids = pending.pop(ref)
-                try:
-                    lines = ray.get(ref)
-                except Exception as exc:  # noqa: BLE001 - the cases are errors, the run goes on
-                    lines = failed(ids, _reason(exc))
-                emit(lines)
-        return False
+        judge = self.judge_service(spec) if spec.shared_judge else None
+        try:
+            pending = {task.remote(spec_ref, group, judge): group
+                       for group in work_groups(work, self.group_size)}
+            while pending:
+                if stopped():
+                    for ref in pending:
+                        ray.cancel(ref, force=True)
+                    return True
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                for ref in ready:
+                    group = pending.pop(ref)
+                    try:
+                        lines = ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - the cases are errors, the run goes on
+                        lines = failed(group, _reason(exc))
+                    emit(group, lines)
+            return False
+        finally:
+            if judge is not None:
+                self.service_summary = _summary(ray, judge)
+
+    def judge_service(self, spec: WorkerSpec) -> Any:
+        """The run's :class:`JudgeService`, started on this (the driver's) node at its first
+        use and kept until :meth:`close`: the run and its oracle reruns share one judge, so
+        one cost ceiling, as in a local run."""
+        if self._service is not None and self._service[0] == spec.key():
+            return self._service[1]
+        self._stop_service()
+        ray = self.ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
+                                              soft=False)
+        service = ray.remote(JudgeService).options(
+            num_cpus=0, max_concurrency=1000, scheduling_strategy=here).remote(spec)
+        ray.get(service.identity.remote())  # fails here, with the judge's error, if it must
+        self._service = (spec.key(), service)
+        return service
+
+    def _stop_service(self) -> None:
+        if self._service is not None:
+            service, self._service = self._service[1], None
+            with contextlib.suppress(Exception):
+                self.ray.get(service.close.remote(), timeout=10)
+            with contextlib.suppress(Exception):
+                self.ray.kill(service)
+
+
+def _summary(ray: Any, service: Any) -> dict[str, Any] | None:
+    try:
+        return ray.get(service.summary.remote(), timeout=10)
+    except Exception:  # noqa: BLE001 - a summary is a nicety; the results are written
+        return None
 
 
 def _reason(exc: BaseException) -> str:
@@ -259,12 +462,12 @@ def _reason(exc: BaseException) -> str:
             f"{text[-1] if text else ''}")[:500]
 
 
-def local_failures(scenario, context, ids: list[str], reason: str) -> list[str]:
-    """Result lines of cases whose group failed for good: each an error case (its trace's
+def local_failures(scenario, context, work: list[Work], reason: str) -> list[str]:
+    """Result lines of work whose group failed for good: each an error case (its trace's
     error says why), evaluated in the driver as a system failure is."""
     from evalharness.evaluate import evaluate_batch
 
     by_id = {c.id: c for c in scenario.cases}
-    pairs = [(by_id[i], Trace(case_id=i, error=reason)) for i in ids]
+    pairs = [(by_id[w.case_id], Trace(case_id=w.case_id, error=reason)) for w in work]
     results: list[CaseResult] = evaluate_batch(scenario, context, pairs, warned=set())
     return [r.to_line() for r in results]

@@ -265,13 +265,15 @@ def read_records(path: Path) -> list[HeadroomRecord]:
 async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[..., Any],
                        results: Sequence[CaseResult], out_dir: Path, *,
                        concurrency: int, progress: Any, limit: int = MAX_CASES,
-                       stop: StopSignal | None = None
+                       stop: StopSignal | None = None, executor: Any = None,
+                       spec: Any = None
                        ) -> tuple[list[tuple[str, tuple[str, ...]]], list[HeadroomRecord]]:
     """Rerun the failed cases under each oracle (skipping reruns ``headroom.jsonl`` already
     holds); return the oracles and every record. The system is called and the reruns are
     evaluated exactly as in the run (:mod:`evalharness.execution`): the same time limit,
     batches of ``batch_size`` (or whatever arrived after a quiet second), the same stop
-    signal."""
+    signal — or, with an ``executor`` (and its workers' ``spec``), spread over its workers
+    as the run's cases were."""
     path = out_dir / HEADROOM
     done = {(r.oracle, r.case_id): r for r in read_records(path)}
     oracles, jobs, skipped = plan(scenario, context, results, limit)
@@ -285,6 +287,15 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
         if not pending:
             return oracles, records
         progress.start(len(jobs), len(jobs) - len(pending), label="oracle reruns")
+        if executor is not None:
+            try:
+                stopped = await _reruns_elsewhere(executor, spec, scenario, context, pending,
+                                                  sink, records, progress, stop)
+            finally:
+                progress.stop()
+            if stopped:
+                raise asyncio.CancelledError
+            return oracles, records
         queue: asyncio.Queue = asyncio.Queue()
         if stop is not None:
             stop.on_request(lambda: queue.put_nowait(STOP))
@@ -327,6 +338,39 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
         if stopped:
             raise asyncio.CancelledError
     return oracles, records
+
+
+async def _reruns_elsewhere(executor: Any, spec: Any, scenario: Scenario,
+                            context: EvalContext, pending: list[Job], sink,
+                            records: list[HeadroomRecord], progress: Any,
+                            stop: StopSignal | None) -> bool:
+    """The reruns on the executor's workers, one :class:`~evalharness.executors.Work` per
+    job; each group's records written as it arrives. Returns whether a stop was requested."""
+    from evalharness.executors import Work, local_failures
+
+    jobs = {}
+    work = []
+    for job in pending:
+        item = Work(job.case.id, oracle=job.oracle, overrides=job.overrides)
+        jobs[item.key] = job
+        work.append(item)
+
+    def emit(group: list, lines: list[str]) -> None:
+        new = []
+        for item, line in zip(group, lines, strict=True):
+            result = CaseResult.model_validate_json(line)
+            new.append(record_of(jobs[item.key], result, result.trace))
+        sink.write("".join(r.model_dump_json() + "\n" for r in new))
+        sink.flush()
+        os.fsync(sink.fileno())
+        records.extend(new)
+        progress.advance(len(new))
+
+    def failed(group: list, reason: str) -> list[str]:
+        return local_failures(scenario, context, group, reason)
+
+    return await asyncio.to_thread(executor.run, spec, work, emit, failed,
+                                   lambda: stop is not None and stop.requested)
 
 
 def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Sequence[str]]],

@@ -359,7 +359,10 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                 outcome.oracles, outcome.headroom = await oracle.run_headroom(
                     scenario, context, func, results, out_dir,
                     concurrency=concurrency or scenario.spec.concurrency, progress=progress,
-                    limit=oracle.limit_of(scenario.system.headroom), stop=stop)
+                    limit=oracle.limit_of(scenario.system.headroom), stop=stop,
+                    executor=executor, spec=(worker_spec(scenario, context, out_dir,
+                                                         concurrency)
+                                             if executor is not None else None))
             except asyncio.CancelledError:
                 outcome.interrupted = True
             except Exception as exc:  # the run's results stand; the report says what failed
@@ -376,28 +379,41 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
     return outcome
 
 
+def worker_spec(scenario: Scenario, context: EvalContext, out_dir: Path,
+                concurrency: int | None):
+    """What another executor's workers need to load this run's scenario themselves."""
+    from evalharness.executors import WorkerSpec
+
+    database = context.database.path if context.database is not None else None
+    return WorkerSpec.of(scenario, out_dir, concurrency, database if database and
+                         Path(database).is_file() else None,
+                         shared_judge=bool(getattr(context.judge, "is_llm", False)))
+
+
 async def _elsewhere(executor: Any, scenario: Scenario, context: EvalContext, out_dir: Path,
                      pending: list, concurrency: int | None, sink, progress: Progress,
                      stop) -> bool:
     """The pending cases on another executor (:mod:`evalharness.executors`): each group's
     result lines written here as they arrive, the progress bar counting cases across the
     cluster. Returns whether a stop was requested."""
-    from evalharness.executors import WorkerSpec, local_failures
+    from evalharness.executors import Work, local_failures
 
-    def emit(lines: list[str]) -> None:
+    def emit(work: list, lines: list[str]) -> None:
         sink.write("".join(line + "\n" for line in lines))
         sink.flush()
         os.fsync(sink.fileno())
         progress.advance(len(lines))
 
-    def failed(ids: list[str], reason: str) -> list[str]:
-        return local_failures(scenario, context, ids, reason)
+    def failed(work: list, reason: str) -> list[str]:
+        return local_failures(scenario, context, work, reason)
 
-    database = context.database.path if context.database is not None else None
-    spec = WorkerSpec.of(scenario, out_dir, concurrency, database if database and
-                         Path(database).is_file() else None)
-    return await asyncio.to_thread(executor.run, spec, pending, emit, failed,
-                                   lambda: stop.requested)
+    spec = worker_spec(scenario, context, out_dir, concurrency)
+    stopped = await asyncio.to_thread(executor.run, spec, [Work(c.id) for c in pending],
+                                      emit, failed, lambda: stop.requested)
+    summary = getattr(executor, "service_summary", None) or {}
+    for warning in summary.get("warnings", []):  # the cluster's judge (its cache, its limits)
+        print(f"warning: {warning}", file=sys.stderr)
+    return stopped
 
 
 def _selection_of(scenario: Scenario) -> dict[str, Any]:

@@ -146,9 +146,9 @@ class JudgeConfig(BaseModel):
     Retries and re-asks count. Default: no limit but ``concurrency``."""
 
     tokens_per_minute: int | None = Field(default=None, ge=1)
-    """Most tokens (prompt + completion) in any 60 seconds, per model. A request reserves its
-    estimate (prompt characters ÷ 4, plus the mean completion so far) until its answer says
-    what it used."""
+    """Most tokens (prompt + completion) in any 60 seconds, per model. A request reserves an
+    estimate (sized on the model's largest answers so far) until its answer says what it
+    used."""
 
     max_cost: float | None = Field(default=None, gt=0)
     """Cost ceiling of one invocation, in the currency of ``prices`` (which must then price
@@ -569,8 +569,10 @@ class Judge:
         size, for the estimate)."""
         if not (self.is_llm and self.limits.active):
             return await call()
+        size = chars()
         permit = await self.limits.permit(model or "",
-                                          *self.limits.estimate(chars(), chat=chat))
+                                          *self.limits.estimate(model or "", size, chat=chat),
+                                          chars=size)
         answer = None
         try:
             answer = await call()

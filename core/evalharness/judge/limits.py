@@ -5,31 +5,34 @@ hosted endpoints meter them) and a cost ceiling for the run (``judge.requests_pe
 Every request a backend is asked for goes through :meth:`Limits.permit` first: it waits until
 the last 60 seconds leave room for one more request and for its estimated tokens, and refuses
 (:class:`CeilingReached`) when its estimated cost would take the run past ``max_cost``. The
-estimate is reserved while the request is in flight — so ``concurrency`` requests started at
-once cannot overshoot together — and replaced by what the backend reports it used (retries and
-re-asks included) when it answers.
+estimate — sized on the largest the model's answers so far — is reserved while the request
+is in flight, so ``concurrency`` requests started at once cannot overshoot together, and is
+replaced by what the backend reports it used (retries and re-asks included) when it answers.
 
 One :class:`Limits` per judge; the Ray executor sends every worker's requests through one judge
-(:mod:`evalharness.judge.service`), so the limits hold for the whole cluster.
+(:class:`evalharness.executors.JudgeService`), so the limits hold for the whole cluster.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 WINDOW_S = 60.0
-CHARS_PER_TOKEN = 4
-"""A prompt's tokens, estimated before it is sent: its characters ÷ 4 (the usual rule of
-thumb for English with OpenAI's tokenizers). The estimate is replaced by the reported usage as
-soon as the answer comes."""
+FIRST_TOKENS_PER_CHAR = 1 / 3
+"""A prompt's tokens, estimated before it is sent, before any answer has been seen: its
+characters ÷ 3 (English prose is about ÷ 4 with OpenAI's tokenizers; the judges' JSON prompts,
+full of punctuation, nearer ÷ 3). From then on the most tokens per character any answer of
+that model reported, so the estimate errs high: a ceiling is reached a little early rather
+than passed."""
 FIRST_COMPLETION_GUESS = 256
-"""Completion tokens expected of a chat request before any answer has been seen; then the mean
-of the answers so far."""
+"""Completion tokens expected of a chat request before any answer has been seen; then the
+most any answer of that model used."""
 
 
 class CeilingReached(Exception):  # noqa: N818 - named for what happened
@@ -94,9 +97,11 @@ class Window:
 class Permit:
     """One request's reservation; :meth:`settle` with what the answer says it used."""
 
-    def __init__(self, limits: Limits, model: str, request, tokens, cost: float) -> None:
+    def __init__(self, limits: Limits, model: str, request, tokens, cost: float,
+                 chars: int = 0) -> None:
         self._limits, self._model = limits, model
         self._request, self._tokens, self._cost = request, tokens, cost
+        self._chars = chars
         self._settled = False
 
     @property
@@ -137,7 +142,8 @@ class Limits:
         """Requests not sent because of ``max_cost``."""
         self.waited_s = 0.0
         """Seconds requests spent waiting for the per-minute limits."""
-        self._completions: list[int] = [0, 0]  # sum, count of chat completion tokens seen
+        self._seen: dict[str, tuple[float, int]] = {}
+        """Per model: the most prompt tokens per character and completion tokens seen."""
         self._turn: asyncio.Lock | None = None
 
     def detach(self) -> None:
@@ -155,13 +161,12 @@ class Limits:
             return []
         return [m for m in models if m not in self.prices]
 
-    def estimate(self, prompt_chars: int, *, chat: bool) -> tuple[int, int]:
-        """``(prompt tokens, completion tokens)`` expected of a request not yet sent."""
-        prompt = max(1, prompt_chars // CHARS_PER_TOKEN)
-        if not chat:
-            return prompt, 0
-        total, count = self._completions
-        return prompt, (round(total / count) if count else FIRST_COMPLETION_GUESS)
+    def estimate(self, model: str, prompt_chars: int, *, chat: bool) -> tuple[int, int]:
+        """``(prompt tokens, completion tokens)`` expected of a request to ``model`` not yet
+        sent, from the answers of that model so far (high rather than low)."""
+        ratio, completion = self._seen.get(model, (FIRST_TOKENS_PER_CHAR,
+                                                   FIRST_COMPLETION_GUESS))
+        return max(1, math.ceil(prompt_chars * ratio)), (completion if chat else 0)
 
     def _window(self, model: str, what: str, limit: int) -> Window:
         key = (model, what)
@@ -175,8 +180,8 @@ class Limits:
             return 0.0
         return (prompt * price.input + completion * price.output) / 1e6
 
-    async def permit(self, model: str, prompt_tokens: int, completion_tokens: int = 0
-                     ) -> Permit:
+    async def permit(self, model: str, prompt_tokens: int, completion_tokens: int = 0, *,
+                     chars: int = 0) -> Permit:
         """Wait until a request of about this many tokens fits the per-minute limits of
         ``model``, then reserve it; raise :class:`CeilingReached` when its cost would take the
         run past ``max_cost``. Requests are admitted in the order they asked."""
@@ -202,7 +207,7 @@ class Limits:
             request = self._window(model, "requests", self.rpm).take(1) if self.rpm else None
             held = self._window(model, "tokens", self.tpm).take(tokens) if self.tpm else None
             self.reserved += cost
-            return Permit(self, model, request, held, cost)
+            return Permit(self, model, request, held, cost, chars)
 
     def _settle(self, permit: Permit, requests: int, prompt: int, completion: int) -> None:
         model = permit._model
@@ -212,9 +217,10 @@ class Limits:
             self._window(model, "tokens", self.tpm).settle(permit._tokens, prompt + completion)
         self.reserved -= permit._cost
         self.spent += self.cost(model, prompt, completion)
-        if completion:
-            self._completions[0] += completion
-            self._completions[1] += 1
+        if requests and prompt and permit._chars:  # an answer: learn the model's sizes
+            ratio, most = self._seen.get(model, (0.0, 0))
+            self._seen[model] = (max(ratio, prompt / requests / permit._chars),
+                                 max(most, -(-completion // requests)))
 
     def _ceiling_message(self) -> str:
         return (f"not requested: judge.max_cost = {self.max_cost:g} reached (spent "
