@@ -24,7 +24,9 @@ machine (``ray start --head --num-cpus K --block``, K = 1 and 2 worker CPUs, sto
 each run) and prints each run's wall time as a ratio to the local executor's in the same
 invocation; then an I/O-bound system — the shop assistant behind a 200 ms sleep per case, as
 a remote model would be — at the same total concurrency: local ``--concurrency 8`` against 2
-Ray workers with ``--concurrency 4`` each (``--io-cases``, default 1000).
+Ray workers with ``--concurrency 4`` each (``--io-cases``, default 1000); then the scenario
+judged by an LLM (the fake OpenAI server, 200 ms a request) locally and on 2 Ray workers that
+share the run's judge service, fresh and warm cache (``--judge-cases``, default 300).
 
 Target on the reference machine: 10k cases in under 60 s and under 1 GB, growing linearly
 (time and memory growing no faster than the number of cases, with 20 % slack).
@@ -277,6 +279,8 @@ def ray_comparison(work: Path, local: dict[int, tuple[Path, Measurement]], seed:
         for name, m in rows:
             print(f"{'CPU-bound':>10} {n:>7} {name:>22} {m.wall_s:>8.2f} {m.rate:>8.1f} "
                   f"{m.wall_s / base.wall_s:>6.2f}")
+    if not io_cases:
+        return
     scenario = write_scenario(work / "io-scenario", io_cases, seed, delay=0.2)
     base = measure(scenario, work / "io-local", io_cases, extra=("--concurrency", "8"))
     with localhost_cluster([2]) as address:
@@ -286,6 +290,50 @@ def ray_comparison(work: Path, local: dict[int, tuple[Path, Measurement]], seed:
     for name, m in (("local, concurrency 8", base), ("ray, 2 x concurrency 4", ray_m)):
         print(f"{'200 ms/case':>10} {io_cases:>7} {name:>22} {m.wall_s:>8.2f} "
               f"{m.rate:>8.1f} {m.wall_s / base.wall_s:>6.2f}")
+
+
+def judge_comparison(work: Path, seed: int, cases: int, concurrency: int = 16) -> None:
+    """An LLM judge on the cluster: the scale scenario judged through the openai backend
+    against the fake OpenAI server on this machine (canned answers, 200 ms each), locally and
+    on 2 Ray workers (which send every judgment to the run's one judge service), each with a
+    fresh judge cache; then Ray again on the warm cache. Requests as the server counted them,
+    the most in flight at once (the judge's ``concurrency`` is the cluster's limit), wall
+    time as a ratio to local."""
+    from evalharness.testing.fake_openai import FakeOpenAI
+    from evalharness.testing.ray_cluster import localhost_cluster
+
+    print(f"\nLLM judge (fake server, 200 ms a request, judge concurrency {concurrency}): "
+          "local vs Ray's shared judge; ratio = wall / local")
+    print(f"{'run':>28} {'cases':>6} {'chat req':>9} {'emb req':>8} {'max in flight':>14} "
+          f"{'wall s':>8} {'ratio':>6}")
+    with FakeOpenAI(latency_s=0.2, canned=True) as server:
+        def scenario(cache: str) -> Path:
+            path = write_scenario(work / f"judged-{cache}", cases, seed)
+            spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+            spec["judge"] = {"backend": "openai", "model": "fake", "embedding_model": "fake-e",
+                             "base_url": server.base_url, "concurrency": concurrency,
+                             "cache": str(work / f"judge-{cache}.sqlite")}
+            path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+            return path
+
+        def one(name: str, path: Path, out: str, extra: tuple[str, ...] = (),
+                base: float | None = None) -> float:
+            server.stats(reset=True)
+            m = measure(path, work / out, cases, extra=extra)
+            stats = server.stats()
+            counts = stats["counts"]
+            most = stats["max_in_flight"].get("chat", 0)
+            print(f"{name:>28} {cases:>6} {counts.get('chat', 0):>9} "
+                  f"{counts.get('embeddings', 0):>8} {most:>14} {m.wall_s:>8.2f} "
+                  f"{m.wall_s / (base or m.wall_s):>6.2f}")
+            return m.wall_s
+
+        base = one("local, fresh cache", scenario("local"), "judged-local")
+        shared = scenario("ray")
+        with localhost_cluster([2]) as address:
+            ray = ("--executor", "ray", "--address", address)
+            one("ray 2 workers, fresh cache", shared, "judged-ray", ray, base)
+            one("ray 2 workers, warm cache", shared, "judged-ray-again", ray, base)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
                              "2 worker CPUs) and an I/O-bound system, beside the local "
                              "executor.")
     parser.add_argument("--io-cases", type=int, default=1000,
-                        help="Cases of the I/O-bound comparison (--executor ray).")
+                        help="Cases of the I/O-bound comparison (--executor ray; 0: skip).")
+    parser.add_argument("--judge-cases", type=int, default=300,
+                        help="Cases of the LLM-judge comparison (--executor ray; 0: skip).")
     parser.add_argument("--keep", action="store_true",
                         help="Keep the generated scenarios and output folders (printed).")
     args = parser.parse_args(argv)
@@ -321,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
         ok = print_table(rows)
         if args.executor == "ray":
             ray_comparison(work, scenarios, args.seed, args.io_cases)
+            if args.judge_cases:
+                judge_comparison(work, args.seed, args.judge_cases)
     finally:
         if args.keep:
             print(f"\nkept: {work}")

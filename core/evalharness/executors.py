@@ -244,7 +244,7 @@ class JudgeService:
 
     One actor, not several: its event loop only waits on the endpoint, and one actor keeps
     one cache handle, one table of requests in flight and one set of limits without a
-    protocol between actors. ``benchmarks/scale.py --executor ray --judge-service`` measures
+    protocol between actors. ``benchmarks/scale.py --executor ray --judge-cases N`` measures
     what it serves."""
 
     def __init__(self, spec: WorkerSpec) -> None:
