@@ -250,6 +250,12 @@ def test_a_worker_loads_the_drivers_scenario_and_refuses_other_files(tmp_path):
     other = dataclasses.replace(spec, inputs=(*spec.inputs[:-1], "0" * 64))
     with pytest.raises(RunError, match="other inputs than the driver"):
         _state(other)
+    # a long-lived worker keeps the last MAX_STATES scenarios, not every run's
+    from evalharness.executors import _STATES, MAX_STATES
+
+    for n in range(MAX_STATES + 1):
+        _state(dataclasses.replace(spec, concurrency=10 + n))
+    assert len(_STATES) == MAX_STATES and spec.key() not in _STATES
 
 
 JUDGED_CASES = [{"id": f"j{i:02d}", "question": f"How much is coat {i % 6}?",
@@ -315,3 +321,29 @@ def test_the_llm_judge_is_one_for_the_whole_cluster(local_ray, tmp_path):
         report = evalharness.run_scenario(capped, out=tmp_path / "capped", executor="ray")
     usage = report.judge["usage"]
     assert usage["cost"] <= ceiling and usage["refused"] > 0
+
+
+def test_a_judge_service_that_died_makes_errors_not_a_crash(local_ray, tmp_path):
+    """A worker whose judge service is gone gets judgments and embeddings that are errors
+    with the reason (the run goes on and says what to do), never an exception."""
+    import dataclasses
+
+    import ray as ray_
+
+    from evalharness.executors import ClusterJudge, JudgeService, WorkerSpec
+    from evalharness.judge import CLAIMS, ClaimsInput
+    from evalharness.scenario import load_scenario
+
+    scenario = load_scenario(judged_scenario(tmp_path, "http://127.0.0.1:9/v1", "d"))
+    spec = dataclasses.replace(WorkerSpec.of(scenario, tmp_path, None), shared_judge=True)
+    service = ray_.remote(JudgeService).options(num_cpus=0).remote(spec)
+    judge = ClusterJudge(scenario.spec.judge, service)
+    assert judge.identity()["backend"] == "openai" and judge.is_llm
+    assert judge.embedding_model == "e-1" and judge.label() == "openai:j-1"
+    ray_.kill(service)
+    out = judge.run_many(CLAIMS, [ClaimsInput(question="q", answer="a")])
+    vectors = judge.embed_many([["a text"]])
+    judge.close()
+    assert out[0].output is None and "the cluster's judge service failed" in out[0].error
+    assert "come from the cache" in out[0].error
+    assert vectors[0].vectors is None and "judge service failed" in vectors[0].error

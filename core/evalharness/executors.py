@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -71,6 +72,9 @@ class WorkerSpec:
     judge: one cache, one single flight, one concurrency, one set of per-minute limits and one
     cost ceiling) instead of judging on their own (the offline heuristic, CPU-bound, which is
     what the workers are for)."""
+    judge_service: str | None = None
+    """The id of that judge's :class:`JudgeService`, set by the executor that started it: a
+    worker loads the scenario again for another service (another run)."""
 
     @classmethod
     def of(cls, scenario, out_dir: Path, concurrency: int | None,
@@ -157,7 +161,7 @@ def _state(spec: WorkerSpec, judge: Any = None) -> _State:
     """The loaded scenario, system and context of ``spec`` in this process (loaded once per
     spec and judge service). ``judge``: the run's :class:`JudgeService`, when the workers
     share one."""
-    key = spec.key() + (f"|{judge._actor_id.hex()}" if judge is not None else "")
+    key = spec.key()
     if key not in _STATES:
         from evalharness.runner import load_system, prepare_context
 
@@ -325,8 +329,8 @@ def _get(ref: Any) -> Any:
 
 def _service_error(exc: BaseException) -> str:
     return (f"the cluster's judge service failed ({type(exc).__name__}: "
-            f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); rerun these "
-            "cases (--rerun-failed)")[:500]
+            f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); run again: "
+            "the judgments already made come from the cache")[:500]
 
 
 # -- the driver's side ---------------------------------------------------------------------------
@@ -358,7 +362,7 @@ class RayExecutor:
         self.group_size = group_size
         self.max_retries = max_retries
         self._started = False
-        self._service: tuple[str, Any] | None = None
+        self._service: tuple[str, Any, str] | None = None
         self.service_summary: dict[str, Any] | None = None
         """What the run's judge service reported at the end (its limits, its warnings)."""
 
@@ -396,8 +400,11 @@ class RayExecutor:
         ray = self.ray
         self.start()
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(run_group)
+        judge = None
+        if spec.shared_judge:
+            judge, service_id = self.judge_service(spec)
+            spec = dataclasses.replace(spec, judge_service=service_id)
         spec_ref = ray.put(spec)
-        judge = self.judge_service(spec) if spec.shared_judge else None
         try:
             pending = {task.remote(spec_ref, group, judge): group
                        for group in work_groups(work, self.group_size)}
@@ -419,12 +426,12 @@ class RayExecutor:
             if judge is not None:
                 self.service_summary = _summary(ray, judge)
 
-    def judge_service(self, spec: WorkerSpec) -> Any:
-        """The run's :class:`JudgeService`, started on this (the driver's) node at its first
-        use and kept until :meth:`close`: the run and its oracle reruns share one judge, so
-        one cost ceiling, as in a local run."""
+    def judge_service(self, spec: WorkerSpec) -> tuple[Any, str]:
+        """The run's :class:`JudgeService` and its id, started on this (the driver's) node at
+        its first use and kept until :meth:`close`: the run and its oracle reruns share one
+        judge, so one cost ceiling, as in a local run."""
         if self._service is not None and self._service[0] == spec.key():
-            return self._service[1]
+            return self._service[1], self._service[2]
         self._stop_service()
         ray = self.ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -434,8 +441,8 @@ class RayExecutor:
         service = ray.remote(JudgeService).options(
             num_cpus=0, max_concurrency=1000, scheduling_strategy=here).remote(spec)
         ray.get(service.identity.remote())  # fails here, with the judge's error, if it must
-        self._service = (spec.key(), service)
-        return service
+        self._service = (spec.key(), service, uuid.uuid4().hex)
+        return service, self._service[2]
 
     def _stop_service(self) -> None:
         if self._service is not None:
