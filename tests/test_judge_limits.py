@@ -260,3 +260,30 @@ def test_limits_on_the_heuristic_judge_are_said_to_do_nothing(tmp_path):
     """)
     res = run_cli("scenario", scenario, "--out", tmp_path / "o")
     assert res.code in (0, 1) and "have no effect" in res.err
+
+
+def test_a_resumed_run_counts_what_its_earlier_part_spent(tmp_path, monkeypatch):
+    """The ceiling is the run's, not the invocation's: a resume starts from the cost of the
+    judgments its earlier part recorded."""
+    import evalharness
+    from evalharness.scenario import load_scenario
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeOpenAI() as server:
+        path = ceiling_scenario(tmp_path, server.base_url, 1e9)
+        out = tmp_path / "run"
+        full = evalharness.run_scenario(path, out=out, cache="off", headroom=False)
+        cost = full.judge["usage"]["cost"]
+        lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+        (out / "results.jsonl").write_text("".join(lines[:3]))  # as if stopped half-way
+        (out / "report.json").unlink()
+
+        def resume(ceiling: float):
+            scenario = load_scenario(path, judge_overrides={"max_cost": ceiling,
+                                                            "cache_mode": "off"})
+            return evalharness.run_scenario(scenario, out=out, resume=True, headroom=False)
+
+        # the second half alone costs about half: under 0.8 of the whole it would all fit
+        report = resume(round(cost * 0.8, 6))
+    usage = report.judge["usage"]
+    assert usage["refused"] > 0 and usage["cost"] <= cost * 0.8

@@ -335,8 +335,11 @@ def test_a_judge_service_that_died_makes_errors_not_a_crash(local_ray, tmp_path)
     from evalharness.scenario import load_scenario
 
     scenario = load_scenario(judged_scenario(tmp_path, "http://127.0.0.1:9/v1", "d"))
-    spec = dataclasses.replace(WorkerSpec.of(scenario, tmp_path, None), shared_judge=True)
+    spec = dataclasses.replace(WorkerSpec.of(scenario, tmp_path, None), shared_judge=True,
+                               spent=1.5)
     service = ray_.remote(JudgeService).options(num_cpus=0).remote(spec)
+    # a resumed run's earlier spending counts against the service's ceiling
+    assert ray_.get(service.summary.remote())["limits"]["spent"] == 1.5
     judge = ClusterJudge(scenario.spec.judge, service)
     assert judge.identity()["backend"] == "openai" and judge.is_llm
     assert judge.embedding_model == "e-1" and judge.label() == "openai:j-1"

@@ -72,19 +72,23 @@ class WorkerSpec:
     judge: one cache, one single flight, one concurrency, one set of per-minute limits and one
     cost ceiling) instead of judging on their own (the offline heuristic, CPU-bound, which is
     what the workers are for)."""
+    spent: float = 0.0
+    """What the run's judge had spent when the workers started (a resumed run's earlier
+    part): the judge service counts it against ``max_cost``."""
     judge_service: str | None = None
     """The id of that judge's :class:`JudgeService`, set by the executor that started it: a
     worker loads the scenario again for another service (another run)."""
 
     @classmethod
     def of(cls, scenario, out_dir: Path, concurrency: int | None,
-           database: Path | None = None, shared_judge: bool = False) -> WorkerSpec:
+           database: Path | None = None, shared_judge: bool = False,
+           spent: float = 0.0) -> WorkerSpec:
         extra = [str(p) for p in scenario.plugin_files[len(scenario.spec.plugins):]]
         return cls(str(Path(scenario.path).resolve()), tuple(extra),
                    scenario.spec.judge.model_dump(mode="json"), str(Path(out_dir).resolve()),
                    _digests(scenario), concurrency or scenario.spec.concurrency,
                    str(Path(database).resolve()) if database is not None else None,
-                   shared_judge)
+                   shared_judge, spent)
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -255,6 +259,7 @@ class JudgeService:
         from evalharness.runner import make_judge
 
         self.judge = make_judge(_load(spec))
+        self.judge.limits.add_spent(spec.spent)
 
     def identity(self) -> dict[str, Any]:
         return {**self.judge.identity(), "cacheable": self.judge.cacheable}

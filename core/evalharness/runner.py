@@ -278,6 +278,7 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
         _same_selection(manifest, scenario, out_dir)
         previous = Results.open(results_path, order=order, repair=True, warnings=warnings)
         done = set(previous.case_ids)
+        _count_earlier_spending(judge, previous)
         started_at = manifest.get("started_at")
     else:
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -379,15 +380,34 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
     return outcome
 
 
+def _count_earlier_spending(judge: Any, previous: Results) -> None:
+    """A resumed run's cost ceiling (``judge.max_cost``) counts what the run's earlier part
+    paid for: the cost of the judgments recorded with its results."""
+    limits = getattr(judge, "limits", None) if getattr(judge, "is_llm", False) else None
+    if limits is None or limits.max_cost is None:
+        return
+    from evalharness.judge.base import Usage
+
+    usage = Usage(judge.config.prices)
+    for result in previous:
+        usage.add([record for comp in result.components.values()
+                   for value in comp.metrics.values()
+                   for record in value.details.get("judgments") or ()
+                   if isinstance(record, dict)])
+    limits.add_spent(usage.summary().get("cost", 0.0))
+
+
 def worker_spec(scenario: Scenario, context: EvalContext, out_dir: Path,
                 concurrency: int | None):
     """What another executor's workers need to load this run's scenario themselves."""
     from evalharness.executors import WorkerSpec
 
     database = context.database.path if context.database is not None else None
+    limits = getattr(context.judge, "limits", None)
     return WorkerSpec.of(scenario, out_dir, concurrency, database if database and
                          Path(database).is_file() else None,
-                         shared_judge=bool(getattr(context.judge, "is_llm", False)))
+                         shared_judge=bool(getattr(context.judge, "is_llm", False)),
+                         spent=limits.spent if limits is not None else 0.0)
 
 
 async def _elsewhere(executor: Any, scenario: Scenario, context: EvalContext, out_dir: Path,

@@ -151,10 +151,11 @@ class JudgeConfig(BaseModel):
     used."""
 
     max_cost: float | None = Field(default=None, gt=0)
-    """Cost ceiling of one invocation, in the currency of ``prices`` (which must then price
-    every model the judge calls). A request whose estimated cost would pass it is not sent:
-    its judgment is an error that says so (``refused`` in the records), the run completes,
-    and a rerun judges the rest — what was paid for comes from the cache."""
+    """Cost ceiling of the run (a resumed run counts its earlier part), in the currency of
+    ``prices`` (which must then price every model the judge calls). A request whose
+    estimated cost would pass it is not sent: its judgment is an error that says so
+    (``refused`` in the records), the run completes, and a rerun judges the rest — what was
+    paid for comes from the cache."""
 
     options: dict[str, Any] = Field(default_factory=dict)
     """Backend-specific settings."""

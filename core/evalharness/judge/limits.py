@@ -146,6 +146,10 @@ class Limits:
         """Per model: the most prompt tokens per character and completion tokens seen."""
         self._turn: asyncio.Lock | None = None
 
+    def add_spent(self, amount: float) -> None:
+        """Count ``amount`` as already spent (what a resumed run's earlier part paid)."""
+        self.spent += amount
+
     def detach(self) -> None:
         """Forget the event loop (the judge's loop was closed; the windows and the money
         spent stay)."""
