@@ -370,6 +370,12 @@ class CaseResult(_Model):
     """What was changed to record this case: text that is not valid Unicode replaced, evidence
     (``details``) cut to the size cap, values that are not JSON written as text."""
 
+    def judgment_records(self) -> list[dict[str, Any]]:
+        """The judge's records stored with this case's metric values (each judgment and
+        embedding request behind them), every component's, in order."""
+        return [record for comp in self.components.values() for value in comp.metrics.values()
+                for record in value.details.get("judgments") or () if isinstance(record, dict)]
+
     def to_line(self) -> str:
         """This result as one line of ``results.jsonl`` (no newline). Never fails: text
         that cannot be encoded (an unpaired surrogate such as ``"\\ud800"``, valid in JSON

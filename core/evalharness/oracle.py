@@ -27,7 +27,6 @@ import contextlib
 import inspect
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from evalharness.evaluate import evaluate_batch
 from evalharness.execution import (
     STOP,
     StopSignal,
+    append_lines,
     batches_in_flight,
     call_system,
     evaluate_stream,
@@ -227,8 +227,7 @@ def record_of(job: Job, result: CaseResult, trace: Trace) -> HeadroomRecord:
     problem = trace.error or ignored(trace, job.overrides)
     if problem is not None:
         return HeadroomRecord(**base, status="error", reason=problem)
-    judgments = [j for comp in result.components.values() for v in comp.metrics.values()
-                 for j in v.details.get("judgments", []) if isinstance(j, dict)]
+    judgments = result.judgment_records()
     if judgments:
         base["judge"] = judge_usage(judgments)
     e2e = result.end_to_end
@@ -316,9 +315,7 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
                     for (n, _, trace), result in zip(buffer, evaluated, strict=True)]
 
         def write(buffer: list, new: list[HeadroomRecord]) -> None:
-            sink.write("".join(r.model_dump_json() + "\n" for r in new))
-            sink.flush()
-            os.fsync(sink.fileno())
+            append_lines(sink, (r.model_dump_json() for r in new))
             records.extend(new)
             progress.advance(len(buffer))
 
@@ -360,9 +357,7 @@ async def _reruns_elsewhere(executor: Any, spec: Any, scenario: Scenario,
         for item, line in zip(group, lines, strict=True):
             result = CaseResult.model_validate_json(line)
             new.append(record_of(jobs[item.key], result, result.trace))
-        sink.write("".join(r.model_dump_json() + "\n" for r in new))
-        sink.flush()
-        os.fsync(sink.fileno())
+        append_lines(sink, (r.model_dump_json() for r in new))
         records.extend(new)
         progress.advance(len(new))
 

@@ -13,7 +13,6 @@ import contextlib
 import gc
 import inspect
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from evalharness.execution import (
     END,
     STOP,
     StopSignal,
+    append_lines,
     batches_in_flight,
     call_system,
     evaluate_stream,
@@ -307,9 +307,7 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
             return results
 
         def write(batch: list, results: list[CaseResult]) -> None:
-            sink.write("".join(result.to_line() + "\n" for result in results))
-            sink.flush()
-            os.fsync(sink.fileno())
+            append_lines(sink, (result.to_line() for result in results))
             progress.advance(len(batch))
 
         stop.on_request(lambda: queue.put_nowait(STOP))
@@ -390,10 +388,7 @@ def _count_earlier_spending(judge: Any, previous: Results) -> None:
 
     usage = Usage(judge.config.prices)
     for result in previous:
-        usage.add([record for comp in result.components.values()
-                   for value in comp.metrics.values()
-                   for record in value.details.get("judgments") or ()
-                   if isinstance(record, dict)])
+        usage.add(result.judgment_records())
     limits.add_spent(usage.summary().get("cost", 0.0))
 
 
@@ -419,9 +414,7 @@ async def _elsewhere(executor: Any, scenario: Scenario, context: EvalContext, ou
     from evalharness.executors import Work, local_failures
 
     def emit(work: list, lines: list[str]) -> None:
-        sink.write("".join(line + "\n" for line in lines))
-        sink.flush()
-        os.fsync(sink.fileno())
+        append_lines(sink, lines)
         progress.advance(len(lines))
 
     def failed(work: list, reason: str) -> list[str]:
