@@ -28,11 +28,11 @@ recursive descent, no expressions.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.spans.model import Span
 
 
@@ -177,8 +177,8 @@ def _json(value: str) -> Any:
     text = value.strip()
     if text[:1] in "[{(" and text[-1:] in "]})":
         try:
-            return json.loads(text)
-        except ValueError:
+            return jsonlimits.loads(text)
+        except ValueError:  # not JSON, or nested deeper than the limit (TooDeep)
             pass
         if len(text) <= MAX_LITERAL:
             try:

@@ -6,7 +6,8 @@ the whole file has been read. :func:`group_traces` therefore reads all of it fir
 the spans in memory while there are few, and in a temporary SQLite file (one
 :meth:`Span.to_json` line per span, keyed by trace) once there are more than
 ``memory_spans`` — so a 1 GB export is grouped in a few hundred MB
-(``benchmarks/trace_import.py``).
+(``benchmarks/trace_import.py``). One trace is read back whole, however large: an export that
+is all one trace costs about twice its size (``benchmarks/trace_memory.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ Python objects each, so some 90 MB (``benchmarks/trace_import.py``, a 200 MB exp
 _NO_START = (1 << 63) - 1
 """The sort key of a span without a start time: after every span that has one."""
 _INSERT_ROWS = 5_000
+_DECODE_ROWS = 512
+"""Spans read back from disk decoded at once (:meth:`Span.from_jsons`)."""
 
 
 def _start(span: Span) -> int:
@@ -69,10 +72,8 @@ def group_traces(spans: Iterable[Span], *, memory_spans: int = MEMORY_SPANS,
             count += 1
             if count > memory_spans:
                 spill = _Spill(spill_dir)
-                for number, group in enumerate(held):
-                    for kept in group:
-                        spill.add(number, kept)
-                held = []
+                spill.add_all(held)
+                held = []  # the only reference left: the spans held so far are freed
         if spill is None:
             for group in held:
                 group.sort(key=_start)  # stable: file order among equal start times
@@ -102,6 +103,12 @@ class _Spill:
         self.rows: list[tuple[int, int, int, str]] = []
         self.seq = 0
 
+    def add_all(self, groups: list[list[Span]]) -> None:
+        """Every span of ``groups`` (the spans of trace number N in ``groups[N]``)."""
+        for number, group in enumerate(groups):
+            for span in group:
+                self.add(number, span)
+
     def add(self, trace: int, span: Span) -> None:
         self.rows.append((trace, _start(span), self.seq, span.to_json()))
         self.seq += 1
@@ -119,14 +126,19 @@ class _Spill:
         self.flush()
         self.db.execute("CREATE INDEX by_trace ON spans (trace, start, seq)")
         group: list[Span] = []
+        texts: list[str] = []
         current = None
         for trace, text in self.db.execute(
                 "SELECT trace, span FROM spans ORDER BY trace, start, seq"):
-            if trace != current and group:
-                yield group
-                group = []
+            if trace != current or len(texts) == _DECODE_ROWS:
+                group += Span.from_jsons(texts) if texts else []
+                texts = []
+                if trace != current and group:
+                    yield group
+                    group = []
             current = trace
-            group.append(Span.from_json(text))
+            texts.append(text)
+        group += Span.from_jsons(texts) if texts else []
         if group:
             yield group
 

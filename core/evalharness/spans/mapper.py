@@ -6,7 +6,9 @@ field from the chosen span(s) — trying the alternatives of each extractor in t
 everything in a :class:`~evalharness.spans.mapped.Mapped`. The rules:
 
 * **Latency** is the chosen span's duration (the union of the intervals of several chosen
-  spans, and of the reranker span whose output became the retriever's final ranking).
+  spans, and of the reranker span whose output became the retriever's final ranking). A
+  span that ends before it starts leaves the step without one — never a made-up 0 — and an
+  ``invalid`` problem names the span and both times.
 * **Tokens** are summed over the *outermost* spans that report usage in the chosen span's
   subtree (the span itself, else its descendants): a chain that reports its children's total
   (LangSmith) is counted once, and a provider's span under a framework's LLM span
@@ -18,6 +20,10 @@ everything in a :class:`~evalharness.spans.mapped.Mapped`. The rules:
 * A component whose selector matches nothing did not run (no step), unless it is required —
   then its step is an error. A trace where no component matches any span is unmappable: the
   :class:`Mapped` has ``error`` (and ``trace.error``) with the reason per component.
+* Parent ids that go round in a cycle (a span its own parent, or its own ancestor) are an
+  :class:`~evalharness.errors.InputError` naming the spans. Every walk of a trace's tree —
+  depths, ``outermost``, ``descendant_of``, ``ancestor_of``, the subtree ``from`` reads — is
+  linear in its spans, however deep the tree.
 """
 
 from __future__ import annotations
@@ -28,14 +34,17 @@ import functools
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from evalharness import jsonlimits
+from evalharness.errors import InputError
 from evalharness.locate import short
 from evalharness.models import (
     BUILTIN_STEPS,
@@ -75,17 +84,39 @@ from evalharness.spans.model import Span
 # --------------------------------------------------------------------------------------------
 
 
+LISTED_SPANS = 8
+"""Span ids an error about a cycle of parent ids names (and how many more there are)."""
+
+
 class _Tree:
-    """The spans of one trace, ordered by start time, with parents and children."""
+    """The spans of one trace, ordered by start time, with parents and children.
+
+    Every walk of it is linear in the spans: depths come from one breadth-first pass from
+    the roots, and a span id is expanded once however many spans share it (an export
+    concatenated with itself). Parent ids that go round in a cycle are an
+    :class:`~evalharness.errors.InputError` naming the spans: a span cannot be its own
+    ancestor, and no walk of such a tree ends.
+    """
 
     def __init__(self, spans: Sequence[Span]) -> None:
-        indexed = list(enumerate(spans))
         ids = {s.span_id for s in spans}
         self.parent: dict[str, str | None] = {
             s.span_id: s.parent_id if s.parent_id in ids else None for s in spans}
-        self.depth: dict[str, int] = {}
-        for s in spans:
-            self.depth[s.span_id] = self._depth(s.span_id)
+        below: dict[str, list[str]] = {}
+        for sid, p in self.parent.items():
+            if p is not None:
+                below.setdefault(p, []).append(sid)
+        self.order = [sid for sid, p in self.parent.items() if p is None]
+        """Span ids, every parent before its children (breadth first from the roots)."""
+        self.depth: dict[str, int] = dict.fromkeys(self.order, 0)
+        for sid in self.order:  # the list grows while it is walked
+            d = self.depth[sid] + 1
+            for child in below.get(sid, ()):
+                self.depth[child] = d
+                self.order.append(child)
+        if len(self.depth) < len(self.parent):
+            raise _cycle_error(spans, self.parent, self.depth)
+        indexed = list(enumerate(spans))
         indexed.sort(key=lambda p: (p[1].start_ns if p[1].start_ns is not None else 0,
                                     self.depth[p[1].span_id], p[0]))
         self.spans = [s for _, s in indexed]
@@ -99,31 +130,88 @@ class _Tree:
         roots = [s for s in self.spans if self.parent[s.span_id] is None]
         self.root = roots[0] if roots else self.spans[0]
 
-    def _depth(self, span_id: str) -> int:
-        d, seen = 0, {span_id}
-        p = self.parent.get(span_id)
-        while p is not None and p not in seen:
-            seen.add(p)
-            d += 1
-            p = self.parent.get(p)
-        return d
-
-    def ancestors(self, span: Span) -> Iterator[Span]:
-        seen = {span.span_id}
-        p = self.parent.get(span.span_id)
-        while p is not None and p not in seen:
-            seen.add(p)
-            yield self.by_id[p]
-            p = self.parent.get(p)
-
     def subtree(self, span: Span) -> list[Span]:
-        out, stack = [], [span]
+        """``span`` and every span below it, in start order."""
+        out, stack, expanded = [], [span], set()
         while stack:
             s = stack.pop()
             out.append(s)
-            stack.extend(self.children.get(s.span_id, ()))
+            if s.span_id not in expanded:
+                expanded.add(s.span_id)
+                stack.extend(self.children.get(s.span_id, ()))
         out.sort(key=lambda s: self.pos[s.span_id])
         return out
+
+    def under(self, marked: Callable[[Span], bool]) -> dict[str, bool]:
+        """Span id -> whether the span or one of its ancestors is ``marked``, for every span:
+        one pass, parents first."""
+        out: dict[str, bool] = {}
+        for sid in self.order:
+            p = self.parent[sid]
+            out[sid] = (p is not None and out[p]) or marked(self.by_id[sid])
+        return out
+
+    def nested(self, found: Sequence[Span]) -> set[str]:
+        """Ids of the spans of ``found`` that have an ancestor in ``found``. A walk up stops
+        at the first span whose answer is known, so each span is walked past once."""
+        ids = {s.span_id for s in found}
+        known: dict[str, bool] = {}  # a span not in ``found`` -> whether an ancestor is
+        out: set[str] = set()
+        for s in found:
+            path = []
+            p = self.parent[s.span_id]
+            while p is not None and p not in ids and p not in known:
+                path.append(p)
+                p = self.parent[p]
+            hit = p is not None and (p in ids or known[p])
+            known.update(dict.fromkeys(path, hit))
+            if hit:
+                out.add(s.span_id)
+        return out
+
+    def above(self, marked: Callable[[Span], bool]) -> set[str]:
+        """Ids of the spans with a descendant that is ``marked`` (a test of a span): each
+        ancestor is marked once, so all of it is linear."""
+        out: set[str] = set()
+        for sid in reversed(self.order):
+            if sid in out or marked(self.by_id[sid]):
+                p = self.parent[sid]
+                if p is not None:
+                    out.add(p)
+        return out
+
+
+def _cycle_error(spans: Sequence[Span], parent: dict[str, str | None],
+                 reached: dict[str, int]) -> InputError:
+    """The error of parent ids that go round: the first cycle, its spans and where they were
+    read. Every span not reached from a root leads up into a cycle (each has one parent)."""
+    by_id = {s.span_id: s for s in spans}
+    start = next(s.span_id for s in spans if s.span_id not in reached)
+    path: dict[str, int] = {}
+    sid: str | None = start
+    while sid not in path:
+        path[sid] = len(path)
+        sid = parent[sid]
+    ring = list(path)[path[sid]:]
+    first = by_id[ring[0]]
+    where = f"{first.source}: " if first.source else ""
+    trace = f"trace {first.trace_id}"
+    if len(ring) == 1:
+        return InputError(
+            f"{where}{trace}: span {ring[0]} (`{first.name}`) names itself as its parent "
+            "(its parent id is its own span id); a span cannot be its own parent, and no "
+            "tree of spans can be built from it. Fix the export's parent ids (or leave that "
+            "span out)")
+    shown = ring[:LISTED_SPANS] + [ring[0]]
+    more = (f" … ({len(ring)} spans in the cycle)" if len(ring) > LISTED_SPANS else "")
+    sources = list(dict.fromkeys(by_id[i].source for i in ring if by_id[i].source))
+    read = (f"; read at {'; '.join(sources[:3])}" + (" …" if len(sources) > 3 else "")
+            if sources and sources != [first.source] else "")
+    return InputError(
+        f"{where}{trace}: the spans' parent ids go round in a cycle: "
+        f"{' → '.join(shown[:-1])}{more} → {shown[-1]} (each arrow from a span to its "
+        f"parent{read}); a span cannot be its own ancestor, and no tree of spans can be "
+        "built from them. Fix the export's parent ids")
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,6 +258,8 @@ class _Context:
         self.mapping = mapping
         self.tree = tree
         self._matches: dict[tuple[int, str], bool] = {}
+        self._under: dict[int, dict[str, bool]] = {}
+        self._above: dict[int, set[str]] = {}
 
     # -- selectors ---------------------------------------------------------------------------
 
@@ -207,11 +297,24 @@ class _Context:
             return False
         if sel.any_of is not None and not any(self.matches(s, span) for s in sel.any_of):
             return False
-        if sel.descendant_of is not None and not any(
-                self.matches(sel.descendant_of, a) for a in self.tree.ancestors(span)):
+        if sel.descendant_of is not None and not self._below_match(sel.descendant_of, span):
             return False
-        return sel.ancestor_of is None or any(
-            self.matches(sel.ancestor_of, d) for d in self.tree.subtree(span) if d is not span)
+        return sel.ancestor_of is None or span.span_id in self._above_match(sel.ancestor_of)
+
+    def _below_match(self, sel: Selector, span: Span) -> bool:
+        """Whether an ancestor of ``span`` matches ``sel`` (decided for every span at once)."""
+        under = self._under.get(id(sel))
+        if under is None:
+            under = self._under[id(sel)] = self.tree.under(lambda s: self.matches(sel, s))
+        parent = self.tree.parent[span.span_id]
+        return parent is not None and under[parent]
+
+    def _above_match(self, sel: Selector) -> set[str]:
+        """Ids of the spans with a descendant that matches ``sel``."""
+        above = self._above.get(id(sel))
+        if above is None:
+            above = self._above[id(sel)] = self.tree.above(lambda s: self.matches(sel, s))
+        return above
 
     def metadata(self, span: Span, key: str) -> Any:
         for tokens in self.mapping.metadata_fields:
@@ -230,8 +333,8 @@ class _Context:
         found = [s for s in pool if self.matches(sel, s)]
         if not sel.outermost:
             return found, 0
-        ids = {s.span_id for s in found}
-        kept = [s for s in found if not any(a.span_id in ids for a in self.tree.ancestors(s))]
+        nested = self.tree.nested(found)
+        kept = [s for s in found if s.span_id not in nested]
         return kept, len(found) - len(kept)
 
     # -- values ------------------------------------------------------------------------------
@@ -257,11 +360,13 @@ class _Context:
         if not alternatives:
             return None
         first_problem: _Got | None = None
+        below: list[Span] | None = None
         for ex in alternatives:
             if ex._field is None and not ex.constant:
                 continue
             if ex.from_ is not None:
-                pool, _ = self.select(ex.from_, self.tree.subtree(span))
+                below = below if below is not None else self.tree.subtree(span)
+                pool, _ = self.select(ex.from_, below)
                 if ex.pick == "last":
                     pool = list(reversed(pool))
             else:
@@ -316,7 +421,7 @@ class _Invalid(ValueError):
 def _modify(value: Any, ex: Extractor) -> Any:
     if ex.parse is not None and isinstance(value, str):
         try:
-            value = (json.loads(value) if ex.parse == "json"
+            value = (jsonlimits.loads(value) if ex.parse == "json"
                      else access.plain(ast.literal_eval(value)))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             return MISSING
@@ -426,7 +531,7 @@ def _rows(value: Any) -> tuple[list[list[Any]], list[str] | None]:
     if isinstance(value, str):
         text = value.strip()
         parsed: Any = MISSING
-        for parser in (json.loads, ast.literal_eval):
+        for parser in (jsonlimits.loads, ast.literal_eval):
             try:
                 parsed = parser(text)
                 break
@@ -586,10 +691,18 @@ def _usage_over(tree: _Tree, spans: Sequence[Span]) -> tuple[tuple[int, int], in
 
 
 def _latency(spans: Sequence[Span]) -> float | None:
-    """Wall-clock milliseconds covered by the spans (the union of their intervals)."""
+    """Wall-clock milliseconds covered by the spans (the union of their intervals); ``None``
+    when no span has both times, or one ends before it starts (its time is not known).
+
+    >>> def at(start, end):
+    ...     return Span(trace_id="t", span_id="s", parent_id=None, name="x",
+    ...                 start_ns=start * 1_000_000, end_ns=end * 1_000_000)
+    >>> _latency([at(0, 10), at(5, 20), at(30, 40)]), _latency([at(0, 10), at(30, 20)])
+    (30.0, None)
+    """
     intervals = sorted((s.start_ns, s.end_ns) for s in spans
                        if s.start_ns is not None and s.end_ns is not None)
-    if not intervals:
+    if not intervals or any(end < start for start, end in intervals):
         return None
     total, (cur_start, cur_end) = 0, intervals[0]
     for start, end in intervals[1:]:
@@ -598,8 +711,27 @@ def _latency(spans: Sequence[Span]) -> float | None:
             cur_start, cur_end = start, end
         else:
             cur_end = max(cur_end, end)
-    total += max(0, cur_end - cur_start)
+    total += cur_end - cur_start
     return total / 1e6
+
+
+def _inverted(span: Span) -> str | None:
+    """What is wrong with the times of a span that ends before it starts (else ``None``)."""
+    if span.start_ns is None or span.end_ns is None or span.end_ns >= span.start_ns:
+        return None
+    return (f"span {SpanRef.of(span).label()} ends before it starts (start "
+            f"{iso_time(span.start_ns)}, end {iso_time(span.end_ns)}): its duration is "
+            "unknown, so the step has no latency_ms")
+
+
+def iso_time(ns: int) -> str:
+    """Nanoseconds since the epoch as an ISO 8601 UTC time, to the nanosecond.
+
+    >>> iso_time(1_714_564_800_050_000_001)
+    '2024-05-01T12:00:00.050000001Z'
+    """
+    moment = datetime.fromtimestamp(ns // 1_000_000_000, UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{ns % 1_000_000_000:09d}Z"
 
 
 # --------------------------------------------------------------------------------------------
@@ -853,7 +985,13 @@ def _extract(ctx: _Context, comp: _Component, block: ComponentMapping, pipeline:
     # Latency and tokens
     spans_for_cost = comp.chosen + comp.extra_spans
     lat = _override(ctx, comp, block.latency_ms, "latency_ms")
-    step["latency_ms"] = lat if lat is not None else _latency(spans_for_cost)
+    if lat is None:
+        lat = _latency(spans_for_cost)
+        for span in spans_for_cost:
+            inverted = _inverted(span)
+            if inverted is not None:
+                ex.problems.append(Problem(kind="invalid", field="latency_ms", message=inverted))
+    step["latency_ms"] = lat
     p_over = _override(ctx, comp, block.prompt_tokens, "prompt_tokens")
     c_over = _override(ctx, comp, block.completion_tokens, "completion_tokens")
     usage = _usage_over(ctx.tree, spans_for_cost)

@@ -4,10 +4,11 @@ JSON held in strings."""
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import date
 from typing import Any
+
+from evalharness import jsonlimits
 
 _ISO = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9})\d*)?"
@@ -68,6 +69,8 @@ def amount(value: Any) -> float:
 
 def decoded(value: Any) -> Any:
     """A JSON text of an object or array decoded; anything else as it is.
+    :class:`~evalharness.jsonlimits.TooDeep` when the text nests deeper than the limit (the
+    caller names the field: :func:`too_deep`).
 
     >>> decoded('{"q": "hi"}'), decoded("hi"), decoded("[1")
     ({'q': 'hi'}, 'hi', '[1')
@@ -76,10 +79,17 @@ def decoded(value: Any) -> Any:
         text = value.strip()
         if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
             try:
-                return json.loads(text)
+                return jsonlimits.loads(text)
+            except jsonlimits.TooDeep:
+                raise
             except ValueError:
                 return value
     return value
+
+
+TOO_DEEP = (f"arrays and objects nested more than {jsonlimits.MAX_DEPTH} deep (the limit) in "
+            "the JSON text it holds; a trace record nests a handful of levels")
+"""What a field holding the JSON text of a value nested too deep is told."""
 
 
 def usage(input_: Any, output: Any, total: Any) -> dict[str, int]:

@@ -8,6 +8,12 @@ within a read buffer (about a megabyte) of where it starts is decoded at once; a
 that goes on past it is read member by member and its named lists element by element, at
 any depth. So a 1 GB export of JSON lines, one 1 GB line of ``{"data": [...]}`` or one
 pretty-printed OTLP request of 1 GB costs what its largest record costs, not the file.
+
+Two limits hold whatever the file: no value nests arrays and objects more than
+:data:`evalharness.jsonlimits.MAX_DEPTH` deep (counted from the top of the file, streamed
+levels included), and the text of the value at hand never takes more than :data:`MAX_VALUE`
+bytes of memory — checked a chunk at a time as it is read (decompressed), before it is
+joined into the buffer, so a small gzip file holding one huge string is refused at the cap.
 """
 
 from __future__ import annotations
@@ -16,27 +22,48 @@ import gzip
 import io
 import json
 import re
+import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 
 CHUNK = 1 << 20
 """Characters read at a time; a value longer than this is streamed, or the buffer grows."""
 MAX_VALUE = 256 << 20
-"""The largest single JSON value decoded at once (a record, or a member of a streamed one)."""
+"""The most bytes of memory the text of one JSON value decoded at once (a record, or a member
+of a streamed one) may take: 1, 2 or 4 bytes a character, as Python holds a string at the
+width of its widest character."""
+SNIFF_UNPACKED = 1 << 20
+"""The most bytes :func:`unpacked` gunzips from the start of a file, for ``sniff``."""
 GZIP_MAGIC = b"\x1f\x8b"
 
 Lists = Mapping[str, "Lists"]
 """Which lists hold records: a key of an object, mapped to the lists of its elements."""
 NONE: Lists = {}
 
-_DECODER = json.JSONDecoder()
 _BLANK = re.compile(r"[ \t\r\n]*")
 _NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")
+_BASE = {w: sys.getsizeof(c * 8) - 8 * w for w, c in ((1, "\xff"), (2, "\u0100"),
+                                                      (4, "\U00010000"))}
+"""A string's size without its characters, by bytes a character (not ASCII)."""
+
+
+def width(text: str) -> int:
+    """Bytes each character of ``text`` takes in memory: 1, 2 or 4 (CPython stores a string
+    at the width of its widest character); told from its size, without reading it.
+
+    >>> width("abc"), width("caf\u00e9"), width("\u0101"), width("a\U0001f600")
+    (1, 1, 2, 4)
+    """
+    if text.isascii():
+        return 1
+    size = sys.getsizeof(text)
+    return next((w for w, base in _BASE.items() if size == base + len(text) * w), 4)
 
 
 def anywhere(*keys: str) -> Lists:
@@ -97,8 +124,8 @@ def unpacked(head: bytes) -> bytes:
     True
     """
     if head.startswith(GZIP_MAGIC):
-        try:
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head)
+        try:  # at most SNIFF_UNPACKED bytes: a little gzip can hold a thousand times more
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_UNPACKED)
         except zlib.error:
             return b""
     return head
@@ -161,26 +188,53 @@ class _Stream:
     def __init__(self, fh: IO[str], path: Path, lists: Lists, skip_text: bool) -> None:
         self.fh, self.path, self.lists, self.skip_text = fh, path, lists, skip_text
         self.buf, self.pos, self.line, self.eof = "", 0, 1, False
+        self.depth = 0
+        """Arrays and objects open around the position (those being read member by member
+        or element by element)."""
 
     # -- reading
 
     def _read(self, size: int) -> bool:
-        """Append up to ``size`` more characters (dropping what was consumed); False at EOF."""
+        """Append up to ``size`` more characters, a chunk at a time, dropping what was
+        consumed; False at EOF. The text at hand never takes more than :data:`MAX_VALUE`
+        bytes: a read stops at the cap, and more wanted past it is an error — before the
+        chunk that would pass it is joined."""
         if self.eof:
             return False
-        try:
-            chunk = self.fh.read(size)
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{self.path}, line {self.line}: not UTF-8 text ({exc.reason}); "
-                             f"save the file as UTF-8") from exc
-        except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz
-            raise InputError(f"{self.path}: cannot be read past line {self.line} ({exc})") from exc
-        if not chunk:
-            self.eof = True
+        held = self.buf[self.pos:]
+        self.buf, self.pos = held, 0
+        wide = width(held)
+        pieces: list[str] = []
+        got = 0
+        while got < size:
+            room = MAX_VALUE // wide - len(held) - got  # characters that still fit
+            if room <= 0:
+                raise self._too_large()
+            try:
+                piece = self.fh.read(min(CHUNK, size - got, room))
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{self.path}, line {self.line}: not UTF-8 text "
+                                 f"({exc.reason}); save the file as UTF-8") from exc
+            except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz
+                raise InputError(f"{self.path}: cannot be read past line {self.line} "
+                                 f"({exc})") from exc
+            if not piece:
+                self.eof = True
+                break
+            pieces.append(piece)
+            got += len(piece)
+            wide = max(wide, width(piece))
+        if (len(held) + got) * wide > MAX_VALUE:
+            raise self._too_large()
+        if not pieces:
             return False
-        self.buf = self.buf[self.pos:] + chunk
-        self.pos = 0
+        self.buf = "".join([held, *pieces])
         return True
+
+    def _too_large(self) -> InputError:
+        return InputError(f"{self.path}, line {self.line}: a JSON value of more than "
+                          f"{MAX_VALUE >> 20} MB as text (the limit), or a string that never "
+                          f"ends; a value this large is not a trace record")
 
     def _advance(self, to: int) -> None:
         self.line += self.buf.count("\n", self.pos, to)
@@ -196,12 +250,14 @@ class _Stream:
                 return ""
 
     def _after(self, offset: int) -> str:
-        """The first non-blank character ``offset`` characters on, not consumed."""
+        """The first non-blank character ``offset`` characters on, not consumed; ``""`` at
+        the end of the file or past a chunk of blanks (nothing is consumed, so the buffer
+        would grow with them)."""
         while True:
             at = _BLANK.match(self.buf, self.pos + offset).end()
             if at < len(self.buf):
                 return self.buf[at]
-            if not self._read(CHUNK):
+            if at - self.pos > CHUNK or not self._read(CHUNK):
                 return ""
 
     def _value(self, stream: bool = False) -> Any:
@@ -211,7 +267,10 @@ class _Stream:
         start = self.line
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.buf, self.pos)
+                value, end = jsonlimits.raw_decode(
+                    self.buf, self.pos, max_depth=jsonlimits.MAX_DEPTH - self.depth)
+            except jsonlimits.TooDeep as exc:
+                raise self._too_deep(exc.pos, start) from None
             except json.JSONDecodeError as exc:
                 if self._maybe_cut(exc):
                     if len(self.buf) - self.pos < CHUNK and self._read(CHUNK):
@@ -221,6 +280,10 @@ class _Stream:
                     if self._grow():
                         continue
                 raise self._syntax(exc.msg, exc.pos, start) from None
+            except ValueError:  # an integer of more digits than Python converts
+                raise InputError(f"{self.path}, line {start}: a number of more than "
+                                 f"{sys.get_int_max_str_digits():,} digits (the most Python "
+                                 f"converts); a trace value is never that long") from None
             if (isinstance(value, int | float) and not self.eof
                     and _NUMBER_TAIL.fullmatch(self.buf, end) and self._grow()):
                 continue  # a number at the buffer's end may go on (``3`` of ``3e-05``)
@@ -236,21 +299,36 @@ class _Stream:
                                                  and self.buf.find("\n", exc.pos) < 0)
 
     def _grow(self) -> bool:
-        pending = len(self.buf) - self.pos
-        if pending > MAX_VALUE:
-            raise InputError(f"{self.path}, line {self.line}: a JSON value of more than "
-                             f"{MAX_VALUE >> 20} MB, or a string that never ends; a value "
-                             f"this large is not a trace record")
-        return self._read(max(CHUNK, pending))
+        """Read as much again as the value at hand holds so far (up to the cap)."""
+        return self._read(max(CHUNK, len(self.buf) - self.pos))
 
-    def _syntax(self, msg: str, pos: int, start: int | None = None) -> InputError:
+    def _at(self, pos: int, start: int | None) -> tuple[int, str]:
+        """The line where the value at hand starts, and ``column C`` (``line L, column C``
+        when elsewhere) of ``pos`` in the buffer."""
         line = self.line + self.buf.count("\n", self.pos, pos)
         column = pos - (self.buf.rfind("\n", 0, pos) + 1) + 1
         at = f"column {column}" if start in (None, line) else f"line {line}, column {column}"
+        return start or line, at
+
+    def _syntax(self, msg: str, pos: int, start: int | None = None) -> InputError:
+        line, at = self._at(pos, start)
         under = f", or objects holding them under {' or '.join(self.lists)}" if self.lists else ""
-        return InputError(f"{self.path}, line {start or line}: not valid JSON ({msg} at {at}); "
+        return InputError(f"{self.path}, line {line}: not valid JSON ({msg} at {at}); "
                           f"expected JSON Lines, JSON values one after another, or a JSON "
                           f"array of records{under}")
+
+    def _too_deep(self, pos: int, start: int | None = None) -> InputError:
+        line, at = self._at(pos, start)
+        return InputError(f"{self.path}, line {line}: arrays and objects nested more than "
+                          f"{jsonlimits.MAX_DEPTH} deep (the limit; counted from the top of "
+                          f"the file) at {at}; a trace record nests a handful of levels")
+
+    def _enter(self) -> None:
+        """One more array or object read a piece at a time; past the nesting limit, an
+        error (the streaming reader recurses once per level)."""
+        self.depth += 1
+        if self.depth > jsonlimits.MAX_DEPTH:
+            raise self._too_deep(self.pos)
 
     def _expect(self, chars: str, what: str) -> str:
         c = self._peek()
@@ -315,6 +393,7 @@ class _Stream:
     def _object(self, index: int | None, key: str | None, lists: Lists, parent: Item | None,
                 line: int) -> Iterator[Item]:
         """An object too long to decode at once, member by member."""
+        self._enter()
         self._advance(self.pos + 1)
         item = Item({}, line, index, key, parent)
         streamed = False
@@ -334,21 +413,25 @@ class _Stream:
                     item.value[name] = self._value()
                 if self._expect(",}", "',' or '}'") == "}":
                     break
+        self.depth -= 1
         if not streamed or "id" in item.value:
             yield item
 
     def _array(self, key: str | None, parent: Item | None, lists: Lists,
                line: int | None) -> Iterator[Item]:
         """A list's elements (``line``: their record's; ``None``: each its own)."""
+        self._enter()
         self._advance(self.pos + 1)
         if self._peek() == "]":
             self._advance(self.pos + 1)
+            self.depth -= 1
             return
         index = 0
         while True:
             index += 1
             yield from self._record(index, key, lists, parent, line)
             if self._expect(",]", "',' or ']'") == "]":
+                self.depth -= 1
                 return
 
 

@@ -14,18 +14,21 @@ all of them (docs/traces-formats.md):
 * a string that is the JSON text of an object or an array (``input.value`` with
   ``input.mime_type: application/json``, ``llm.invocation_parameters``) is decoded; other
   strings stay strings;
-* bytes become their base64 text, as OTLP JSON writes ``bytesValue``; ``None`` is dropped.
+* bytes become their base64 text, as OTLP JSON writes ``bytesValue``; ``None`` is dropped;
+* no value nests arrays and objects more than :data:`evalharness.jsonlimits.MAX_DEPTH`
+  deep, nor does the JSON text of one in a string: either is an error naming the field
+  (:func:`too_deep`), never a ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from datetime import UTC, datetime
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 
 OPENINFERENCE_KIND = "openinference.span.kind"
@@ -42,6 +45,8 @@ _HEX = re.compile(r"[0-9a-fA-F]*")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?",
                   re.IGNORECASE)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_JSON_BLANKS = " \t\n\r"
+_JSON_BLANK = re.compile(r"[ \t\n\r]*")
 
 
 def first_char(head: bytes) -> bytes:
@@ -56,6 +61,18 @@ def first_char(head: bytes) -> bytes:
 def fail(where: str, field: str, problem: str) -> InputError:
     """The error of one field of one record: ``FILE, line N, field PATH: problem``."""
     return InputError(f"{where}, field {field}: {problem}")
+
+
+def too_deep(where: str, field: str) -> InputError:
+    """The error of a field whose value, or the JSON text in it, nests too deep.
+
+    >>> "line 2, field attributes: arrays and objects nested more than 128 deep" in str(
+    ...     too_deep("f.jsonl, line 2", "attributes"))
+    True
+    """
+    return fail(where, field, f"arrays and objects nested more than {jsonlimits.MAX_DEPTH} "
+                              "deep (the limit), in the value or in the JSON text it holds; a "
+                              "trace attribute nests a handful of levels")
 
 
 def span_kind(attributes: dict[str, Any], fallback: str | None) -> str | None:
@@ -203,10 +220,15 @@ def otel_kind(value: Any, where: str, field: str) -> str | None:
 
 def decode_json_text(value: str) -> Any:
     """A string that is the JSON text of an object or an array, decoded; any other string
-    unchanged.
+    unchanged. :class:`~evalharness.jsonlimits.TooDeep` when the text nests deeper than the
+    limit (the caller names the field).
 
     >>> decode_json_text('{"query": "red shoes"}'), decode_json_text("[1] see above")
     ({'query': 'red shoes'}, '[1] see above')
+    >>> decode_json_text("[" * 200 + "]" * 200)
+    Traceback (most recent call last):
+    ...
+    evalharness.jsonlimits.TooDeep: arrays and objects nested more than 128 deep (the limit): line 1 column 129 (char 128)
     """
     first = value[:1]
     if first in (" ", "\n", "\t", "\r"):
@@ -215,11 +237,14 @@ def decode_json_text(value: str) -> Any:
     else:
         last = value[-1:].rstrip() or value.rstrip()[-1:]
     if (first == "{" and last == "}") or (first == "[" and last == "]"):
-        try:
-            decoded = json.loads(value)
+        start = _JSON_BLANK.match(value).end() if value[:1] in _JSON_BLANKS else 0
+        try:  # raw_decode: json.loads' own checks, at half the cost of jsonlimits.loads
+            decoded, end = jsonlimits.raw_decode(value, start)
+        except jsonlimits.TooDeep:
+            raise
         except ValueError:
             return value
-        if isinstance(decoded, dict | list):
+        if isinstance(decoded, dict | list) and not value[end:].strip(_JSON_BLANKS):
             return decoded
     return value
 
@@ -270,7 +295,10 @@ def attributes_from(mapping: Any, where: str, field: str) -> dict[str, Any]:
                                  f"{type(mapping).__name__}")
     out: dict[str, Any] = {}
     for key, value in mapping.items():
-        add_attribute(out, key, value)
+        try:
+            add_attribute(out, key, value)
+        except jsonlimits.TooDeep:
+            raise too_deep(where, f"{field}.{key}") from None
     return out
 
 

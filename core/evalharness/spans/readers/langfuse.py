@@ -24,15 +24,16 @@ parent is in OpenTelemetry, and they are the roots of what was read.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 from evalharness.spans.model import Span
 from evalharness.spans.readers._hosted import (
+    TOO_DEEP,
     amount,
     count,
     decoded,
@@ -173,7 +174,7 @@ def _usage(f: _Fields) -> dict[str, int]:
     """``usageDetails`` (``input``/``output``/``total``, or OpenAI's names), else the
     deprecated ``usage``, as ``{input, output, total}``."""
     for camel, snake in (("usageDetails", "usage_details"), ("usage", "usage")):
-        details = decoded(f.get(camel, snake))
+        details = f.json(camel, snake, f.get(camel, snake))
         if not details:
             continue
         if not isinstance(details, dict):
@@ -218,6 +219,13 @@ class _Fields:
         field = self.name(camel, snake) + (f".{sub}" if sub else "")
         return InputError(f"{self.at}, field {field}: {why}")
 
+    def json(self, camel: str, snake: str, value: Any) -> Any:
+        """``value`` (of the field) decoded when it is the JSON text of an object or array."""
+        try:
+            return decoded(value)
+        except jsonlimits.TooDeep:
+            raise self.error(camel, snake, TOO_DEEP) from None
+
     def text(self, camel: str, snake: str, required: bool = False) -> str | None:
         value = self.get(camel, snake)
         if value is None or value == "":
@@ -245,7 +253,7 @@ def _same(f: _Fields, camel: str, snake: str, value: Any) -> Any:
 
 
 def _json(f: _Fields, camel: str, snake: str, value: Any) -> Any:
-    return decoded(value)
+    return f.json(camel, snake, value)
 
 
 def _io(f: _Fields, camel: str, snake: str, value: Any) -> Any:
@@ -253,27 +261,28 @@ def _io(f: _Fields, camel: str, snake: str, value: Any) -> Any:
     (``{"q": ...}``, or ``"hello"`` in quotes for a string); the v1 API gives it parsed."""
     if isinstance(value, str) and value.startswith('"') and value.endswith('"'):
         try:
-            return json.loads(value)
+            return jsonlimits.loads(value)
         except ValueError:
             return value
-    return decoded(value)
+    return f.json(camel, snake, value)
 
 
 def _metadata(f: _Fields, camel: str, snake: str, value: Any) -> Any:
     """An object; the blob export's string values that hold JSON decoded."""
-    value = decoded(value)
-    return {k: decoded(v) for k, v in value.items()} if isinstance(value, dict) else value
+    value = f.json(camel, snake, value)
+    return ({k: f.json(camel, snake, v) for k, v in value.items()} if isinstance(value, dict)
+            else value)
 
 
 def _strings(f: _Fields, camel: str, snake: str, value: Any) -> list[str]:
-    value = decoded(value)
+    value = f.json(camel, snake, value)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise f.error(camel, snake, "expected a list of strings")
     return value
 
 
 def _counts(f: _Fields, camel: str, snake: str, value: Any) -> dict[str, int]:
-    value = decoded(value)
+    value = f.json(camel, snake, value)
     if not isinstance(value, dict):
         raise f.error(camel, snake, "expected an object of counts")
     out = {}
@@ -286,7 +295,7 @@ def _counts(f: _Fields, camel: str, snake: str, value: Any) -> dict[str, int]:
 
 
 def _costs(f: _Fields, camel: str, snake: str, value: Any) -> dict[str, float]:
-    value = decoded(value)
+    value = f.json(camel, snake, value)
     if not isinstance(value, dict):
         raise f.error(camel, snake, "expected an object of costs")
     out = {}

@@ -25,9 +25,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 from evalharness.spans.model import Span, SpanEvent
 from evalharness.spans.readers._hosted import (
+    TOO_DEEP,
     amount,
     decoded,
     iso_ns,
@@ -81,6 +83,12 @@ def _run(rec: dict, item: Item, at: str) -> Span:
             raise error(field, f"expected a string, got {type(value).__name__}")
         return value
 
+    def json_of(field: str) -> Any:
+        try:
+            return decoded(rec.get(field))
+        except jsonlimits.TooDeep:
+            raise error(field, TOO_DEEP) from None
+
     def time(field: str, value: Any) -> int:
         try:
             return iso_ns(value)
@@ -105,11 +113,11 @@ def _run(rec: dict, item: Item, at: str) -> Span:
         trace_id = run_id  # a root run is its trace
     run_type = text("run_type")
 
-    extra = decoded(rec.get("extra")) or {}
+    extra = json_of("extra") or {}
     if not isinstance(extra, dict):
         raise error("extra", f"expected an object, got {type(extra).__name__}")
-    outputs = decoded(rec.get("outputs"))
-    attrs: dict[str, Any] = {"inputs": decoded(rec.get("inputs")), "outputs": outputs}
+    outputs = json_of("outputs")
+    attrs: dict[str, Any] = {"inputs": json_of("inputs"), "outputs": outputs}
     for key in ("metadata", "runtime", "invocation_params"):
         if extra.get(key) is not None:
             attrs[key] = extra[key]
@@ -117,7 +125,7 @@ def _run(rec: dict, item: Item, at: str) -> Span:
                                                          "invocation_params")}
     if rest:
         attrs["extra"] = rest
-    tags = decoded(rec.get("tags"))
+    tags = json_of("tags")
     if tags:
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise error("tags", "expected a list of strings")
@@ -165,7 +173,7 @@ def _run(rec: dict, item: Item, at: str) -> Span:
         status = "OK"
     return Span(trace_id=trace_id, span_id=run_id, parent_id=parent,
                 name=text("name") or "", kind=run_type, start_ns=start_ns, end_ns=end_ns,
-                attributes=attrs, events=_events(rec.get("events"), time, error),
+                attributes=attrs, events=_events(json_of("events"), time, error),
                 status=status, status_message=message, scope=SCOPE, source=at)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 from evalharness.spans.model import Span, SpanEvent
 from evalharness.spans.readers._jsonstream import Lists, records, unpacked
@@ -24,6 +25,7 @@ from evalharness.spans.readers._otel import (
     otel_kind,
     span_kind,
     status,
+    too_deep,
 )
 
 _OTHER_SIGNALS = ("resourceMetrics", "resourceLogs", "resourceProfiles", "resource_metrics",
@@ -205,18 +207,22 @@ def _event(raw: Any, where: str, at: str) -> SpanEvent:
 def key_values(items: Any, where: str, field: str) -> dict[str, Any]:
     """OTLP ``KeyValue`` list -> flat attributes (:func:`~._otel.add_attribute`)."""
     out: dict[str, Any] = {}
-    for i, item in enumerate(_list(items, where, field)):
-        if type(item) is not dict:
-            raise fail(where, f"{field}[{i}]", "expected an object {key, value}")
-        value = item.get("value")
-        if value is None:
-            continue
-        key = item.get("key", "")
-        text = value.get("stringValue") if type(value) is dict else None
-        if type(text) is str and type(key) is str:  # the common case, unwrapped inline
-            out[key] = decode_json_text(text)
-        else:
-            add_attribute(out, str(key), any_value(value, where, f"{field}[{i}].value"))
+    i = 0
+    try:
+        for i, item in enumerate(_list(items, where, field)):
+            if type(item) is not dict:
+                raise fail(where, f"{field}[{i}]", "expected an object {key, value}")
+            value = item.get("value")
+            if value is None:
+                continue
+            key = item.get("key", "")
+            text = value.get("stringValue") if type(value) is dict else None
+            if type(text) is str and type(key) is str:  # the common case, unwrapped inline
+                out[key] = decode_json_text(text)
+            else:
+                add_attribute(out, str(key), any_value(value, where, f"{field}[{i}].value"))
+    except jsonlimits.TooDeep:  # the JSON text in a string value
+        raise too_deep(where, f"{field}[{i}].value") from None
     return out
 
 

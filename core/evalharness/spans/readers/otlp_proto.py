@@ -5,15 +5,22 @@ protobuf's ``writeDelimitedTo`` writes), or one unprefixed ``TracesData`` /
 
 Needs the ``opentelemetry-proto`` package (``pip install 'evalharness[otlp]'``), imported only
 when a file is read: :meth:`OtlpProtoReader.sniff` works on bytes alone.
+
+A length is checked against the bytes left in the file and against :data:`MAX_MESSAGE` before
+anything is read for it; attribute values nest at most
+:data:`evalharness.jsonlimits.MAX_DEPTH` deep, as in every JSON format (the protobuf decoder
+itself stops at 100 nested messages).
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 from evalharness.spans.model import Span, SpanEvent
 from evalharness.spans.readers._otel import (
@@ -22,9 +29,13 @@ from evalharness.spans.readers._otel import (
     add_attribute,
     fail,
     span_kind,
+    too_deep,
 )
 
 INSTALL = "pip install 'evalharness[otlp]'"
+MAX_MESSAGE = 256 << 20
+"""The largest message (a length-prefixed ``TracesData``, or one ``ResourceSpans`` of an
+unprefixed one) read and decoded at once, in bytes."""
 
 _RESOURCE_SPANS_TAG = 0x0A  # TracesData / ExportTraceServiceRequest field 1, length-delimited
 _RESOURCE_SPANS_FIELDS = {0x0A, 0x12, 0x1A}  # ResourceSpans: resource, scope_spans, schema_url
@@ -73,15 +84,28 @@ class OtlpProtoReader:
                         blocks = list(trace_pb2.TracesData.FromString(payload).resource_spans)
                         field = "resource_spans"
                 except DecodeError as exc:
-                    raise InputError(f"{where}: not a valid OTLP message ({exc})") from None
+                    raise InputError(f"{where}: not a valid OTLP message ({_decode_error(exc)})"
+                                     ) from None
                 for r, block in enumerate(blocks):
                     at = field if style == "bare" else f"{field}[{r}]"
                     yield from _resource_spans(block, where, at)
 
 
+def _decode_error(exc: Exception) -> str:
+    """The protobuf decoder's complaint, said plainly when it is about nesting."""
+    text = str(exc)
+    if "MaxDepth" in text or "nesting" in text:
+        return (f"{text}: messages nested deeper than the protobuf decoder's limit of 100 — "
+                "an attribute's kvlistValue or arrayValue nested too deep; a trace attribute "
+                "nests a handful of levels")
+    return text
+
+
 def _messages(fh: BinaryIO, style: str, path: Path) -> Iterator[tuple[int, bytes]]:
     """``(byte offset, payload)`` of each message; for ``bare`` files each ``ResourceSpans``
-    of the one message, so that it too streams."""
+    of the one message, so that it too streams. A length is checked against the bytes left
+    in the file and :data:`MAX_MESSAGE` before anything is read for it."""
+    total = os.fstat(fh.fileno()).st_size
     offset = 0
     while True:
         if style == "be32":
@@ -100,6 +124,15 @@ def _messages(fh: BinaryIO, style: str, path: Path) -> Iterator[tuple[int, bytes
                                  f"a TracesData message, found tag 0x{first[0]:02x}")
             size, used = _read_varint(fh, b"" if style == "bare" else first, path, offset)
             start = offset + (1 if style == "bare" else 0) + used
+        if size > total - start:
+            raise InputError(f"{path}, byte {offset}: the file ends inside a message (its "
+                             f"length prefix says {size:,} bytes; {max(0, total - start):,} "
+                             f"are left in the file): a truncated file, or bytes that are not "
+                             f"a length prefix")
+        if size > MAX_MESSAGE:
+            raise InputError(f"{path}, byte {offset}: a message of {size:,} bytes, more than "
+                             f"{MAX_MESSAGE >> 20} MB (the limit of one message read at "
+                             f"once); export in smaller batches")
         payload = fh.read(size)
         if len(payload) < size:
             raise InputError(f"{path}, byte {offset}: the file ends inside a message (expected "
@@ -192,7 +225,7 @@ def framing(head: bytes) -> str | None:
 
 
 def _resource_spans(block: Any, where: str, at: str) -> Iterator[Span]:
-    resource = key_values(block.resource.attributes)
+    resource = _attributes(block.resource.attributes, where, f"{at}.resource.attributes")
     scopes = block.scope_spans
     for s, scope_block in enumerate(scopes):
         scope_name = scope_block.scope.name or None
@@ -214,8 +247,16 @@ def _id(value: bytes, size: int, where: str, field: str, required: bool) -> str 
     return value.hex()
 
 
+def _attributes(items: Any, where: str, field: str) -> dict[str, Any]:
+    """:func:`key_values` with its errors naming the record and the field."""
+    try:
+        return key_values(items)
+    except ValueError:  # nested too deep, or the JSON text in a string (TooDeep) is
+        raise too_deep(where, field) from None
+
+
 def _span(raw: Any, where: str, at: str) -> Span:
-    attributes = key_values(raw.attributes)
+    attributes = _attributes(raw.attributes, where, f"{at}.attributes")
     kind = OTEL_KINDS[raw.kind] if 0 < raw.kind < len(OTEL_KINDS) else None
     code = raw.status.code  # an absent status is UNSET (0), as in OTLP
     return Span(
@@ -227,8 +268,9 @@ def _span(raw: Any, where: str, at: str) -> Span:
         start_ns=raw.start_time_unix_nano or None,
         end_ns=raw.end_time_unix_nano or None,
         attributes=attributes,
-        events=[SpanEvent(e.name, e.time_unix_nano or None, key_values(e.attributes))
-                for e in raw.events],
+        events=[SpanEvent(e.name, e.time_unix_nano or None,
+                          _attributes(e.attributes, where, f"{at}.events[{i}].attributes"))
+                for i, e in enumerate(raw.events)],
         status=STATUSES[code] if 0 <= code < len(STATUSES) else "UNSET",
         status_message=raw.status.message or None,
         source=where,
@@ -236,14 +278,21 @@ def _span(raw: Any, where: str, at: str) -> Span:
 
 
 def key_values(items: Any) -> dict[str, Any]:
+    """Protobuf ``KeyValue``s -> flat attributes (:func:`~._otel.add_attribute`);
+    ``ValueError`` when a value, or the JSON text in one, nests deeper than the limit."""
     out: dict[str, Any] = {}
     for item in items:
         add_attribute(out, item.key, any_value(item.value))
     return out
 
 
-def any_value(value: Any) -> Any:
+def any_value(value: Any, depth: int = 0) -> Any:
+    """An ``AnyValue`` as a plain value; arrays and key-value lists nest at most
+    :data:`~evalharness.jsonlimits.MAX_DEPTH` deep (``depth``: how many are around it)."""
     which = value.WhichOneof("value")
+    if which in ("array_value", "kvlist_value") and depth >= jsonlimits.MAX_DEPTH:
+        raise ValueError(f"arrays and objects nested more than {jsonlimits.MAX_DEPTH} deep "
+                         "(the limit); a trace attribute nests a handful of levels")
     if which == "string_value":
         return value.string_value
     if which == "int_value":
@@ -253,9 +302,9 @@ def any_value(value: Any) -> Any:
     if which == "bool_value":
         return value.bool_value
     if which == "array_value":
-        return [any_value(v) for v in value.array_value.values]
+        return [any_value(v, depth + 1) for v in value.array_value.values]
     if which == "kvlist_value":
-        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+        return {kv.key: any_value(kv.value, depth + 1) for kv in value.kvlist_value.values}
     if which == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
     return None  # unset, or a union member of a newer OTLP

@@ -8,13 +8,13 @@ parquet file is read; it is read one record batch at a time.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 from evalharness.spans.model import Span, SpanEvent
 from evalharness.spans.readers._jsonstream import records, unpacked
@@ -27,6 +27,7 @@ from evalharness.spans.readers._otel import (
     iso_nanos,
     span_kind,
     status,
+    too_deep,
 )
 
 INSTALL = "pip install 'evalharness[phoenix]'"
@@ -92,7 +93,9 @@ def _events(value: Any, where: str) -> list[SpanEvent]:
         return []
     if isinstance(value, str):  # a dataframe cell may hold the events as JSON text
         try:
-            value = json.loads(value) if value.strip() else []
+            value = jsonlimits.loads(value) if value.strip() else []
+        except jsonlimits.TooDeep:
+            raise too_deep(where, "events") from None
         except ValueError:
             raise fail(where, "events", "not JSON") from None
     if not isinstance(value, list):
@@ -126,7 +129,10 @@ def json_span(record: Any, where: str) -> Span:
     attributes = attributes_from(record.get("attributes"), where, "attributes")
     conversation = record.get("conversation")
     if conversation:
-        add_attribute(attributes, "conversation", conversation)
+        try:
+            add_attribute(attributes, "conversation", conversation)
+        except jsonlimits.TooDeep:
+            raise too_deep(where, "conversation") from None
     return Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -162,6 +168,11 @@ def _parquet(path: Path) -> Iterator[Span]:
                          f"(it has {', '.join(names[:12])}{'…' if len(names) > 12 else ''}); "
                          f"save one with `px.Client().get_spans_dataframe().to_parquet(...)` or "
                          f"`TraceDataset.save()`")
+    deep = [f.name for f in schema if _type_depth(f.type) > jsonlimits.MAX_DEPTH]
+    if deep:
+        raise InputError(f"{path}: column {deep[0]} nests lists and structs more than "
+                         f"{jsonlimits.MAX_DEPTH} deep (the limit); a trace attribute nests "
+                         f"a handful of levels")
     attribute_columns = [(n, n[len("attributes."):]) for n in names if n.startswith("attributes.")]
     times = {}
     for column in ("start_time", "end_time"):
@@ -186,13 +197,31 @@ def _parquet(path: Path) -> Iterator[Span]:
         raise InputError(f"{path}, row {row + 1}: cannot be read ({exc})") from None
 
 
+def _type_depth(kind: Any) -> int:
+    """How many lists, maps and structs an Arrow type nests (walked without recursion).
+
+    >>> import pyarrow as pa
+    >>> _type_depth(pa.string()), _type_depth(pa.list_(pa.struct([("a", pa.list_(pa.int8()))])))
+    (0, 3)
+    """
+    deepest, stack = 0, [(kind, 0)]
+    while stack:
+        kind, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((kind.field(i).type, depth + 1) for i in range(kind.num_fields))
+    return deepest
+
+
 def _row_span(cells: dict[str, Any], attribute_columns: list[tuple[str, str]],
               times: dict[str, int], where: str) -> Span:
     attributes: dict[str, Any] = {}
     for column, key in attribute_columns:
         value = cells[column]
         if value is not None and value == value:  # null, or NaN: pandas' empty cell
-            add_attribute(attributes, key, value)
+            try:
+                add_attribute(attributes, key, value)
+            except jsonlimits.TooDeep:
+                raise too_deep(where, column) from None
     trace_id = _text(cells["context.trace_id"], where, "context.trace_id")
     span_id = _text(cells["context.span_id"], where, "context.span_id")
     if trace_id is None or span_id is None:
