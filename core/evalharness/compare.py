@@ -531,7 +531,8 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
                            if r.status == "regressed" and r.gates],
         bottleneck=bottleneck_shift(run_a.report, run_b.report), warnings=warnings,
         human=pairwise.summary(Path(a_dir), Path(b_dir), run_a.report, run_b.report,
-                               run_a.values, run_b.values, resamples=resamples))
+                               run_a.values, run_b.values, resamples=resamples,
+                               warnings=warnings))
 
 
 def _judge(run: Run) -> tuple:

@@ -36,6 +36,12 @@ def _sample_options(func):
     return func
 
 
+def _say(warnings: list[str]) -> None:
+    """Print each warning on stderr."""
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
 def _default_reviewer() -> str:
     try:
         return getpass.getuser()
@@ -91,7 +97,16 @@ def serve(runs: tuple[Path, ...], sample: int | None, stratify: str, seed: int,
       evalharness review serve run/ --sample 30 --stratify component,verdict --seed 1
       evalharness review serve runs/base runs/new --pairwise --sample 40
     """
-    from evalharness.review.server import App, Pairing, make_server, new_token
+    from evalharness.review.server import (
+        WILDCARDS,
+        App,
+        Pairing,
+        bind_problem,
+        machine_names,
+        make_server,
+        new_token,
+        url_host,
+    )
 
     if pairwise != (len(runs) == 2) or len(runs) > 2:
         raise UsageError("give one run folder, or two with --pairwise (RUN_A RUN_B)")
@@ -112,15 +127,18 @@ def serve(runs: tuple[Path, ...], sample: int | None, stratify: str, seed: int,
     try:
         server = make_server(app, host, port)
     except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another "
-                         "--port") from None
+        raise UsageError(bind_problem(host, port, exc)) from None
     bound = server.server_address[1]
-    shown = "localhost" if host == "127.0.0.1" else host
-    url = f"http://{shown}:{bound}/?t={app.token}"
+    url = f"http://{url_host(host)}:{bound}/?t={app.token}"
     what = (f"{len(pairing.ids)} cases of {runs[0]} and {runs[1]}, side by side"
             if pairing else f"{first.how} of {runs[0]}")
-    click.echo(f"reviewing {what}\nopen {url}\n(Ctrl-C to stop; labels are saved as they "
-               "are given)", err=False)
+    click.echo(f"reviewing {what}\nopen {url}", err=False)
+    if host.strip("[]") in WILDCARDS:
+        names = sorted(n for n in machine_names() if n != "localhost")
+        if names:
+            click.echo(f"(from another machine: http://{names[0]}:{bound}/?t={app.token}, "
+                       "or this machine's IP address)")
+    click.echo("(Ctrl-C to stop; labels are saved as they are given)")
     sys.stdout.flush()
     if open_browser:
         webbrowser.open(url)
@@ -153,21 +171,22 @@ def export_cmd(run: Path, sample: int | None, stratify: str, seed: int,
       evalharness review export run/ --sample 30 --out review.csv
       evalharness review export run/ --format jsonl > review.jsonl
     """
-    from evalharness.review.exchange import export
+    from evalharness.review.exchange import render, rows
 
     rev = Review.open(run, sample=sample, stratify=stratify, seed=seed, filters=filters)
     fmt = fmt or ("jsonl" if out_file is not None and out_file.suffix == ".jsonl" else "csv")
-    text = export(rev, fmt, reviewer)
+    data = rows(rev, reviewer)
+    text = render(data, fmt)
+    _say(rev.warnings)
     if out_file is None:
         click.echo(text, nl=False)
         return
     try:
-        out_file.write_text(text, encoding="utf-8")
+        out_file.write_text(text, encoding="utf-8", newline="")  # CSV rows end in CRLF
     except OSError as exc:
         raise UsageError(f"{out_file}: cannot write ({exc.strerror})") from None
     rev.record_sample(seed, stratify.split(","))
-    click.echo(f"wrote {text.count(chr(10)) - (fmt == 'csv')} targets of {rev.how} to "
-               f"{out_file}", err=True)
+    click.echo(f"wrote {len(data)} targets of {rev.how} to {out_file}", err=True)
 
 
 @review.command(name="import")
@@ -188,7 +207,9 @@ def import_cmd(run: Path, file: Path, reviewer: str | None) -> None:
     from evalharness.review.exchange import import_labels
 
     rev = Review.open(run)
-    stored = import_labels(rev, file, reviewer)
+    said: list[str] = []
+    stored = import_labels(rev, file, reviewer, said)
+    _say(said)
     who = sorted({lab.reviewer for lab in stored})
     click.echo(f"imported {len(stored)} labels" + (f" by {', '.join(who)}" if who else "")
                + f" into {rev.labels_path}")
@@ -219,6 +240,7 @@ def promote(run: Path, into: Path | None, cases: tuple[str, ...], reviewer: str 
     rev = Review.open(run)
     target = into or cases_file(rev)
     done = do_promote(rev, target, cases=list(cases) or None, reviewer=reviewer)
+    _say(rev.warnings)
     if not done["updated"] and not done["added"]:
         click.echo("no label of these cases sets any gold (yes on a route, SQL or "
                    "correctness metric, a chunk label, or a correction); nothing written")
@@ -266,6 +288,7 @@ def agreement(run: Path, label_files: tuple[Path, ...], reviewers: tuple[str, ..
 
     rev = Review.open(run, filters=filters)
     labels = rev.labels(label_files)
+    _say(rev.warnings)
     if reviewers:
         labels = [lab for lab in labels if lab.reviewer in set(reviewers)]
     if filters:

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 from evalharness.models import Case
 from evalharness.review.labels import Label
@@ -110,10 +111,10 @@ def promote(review: Review, into: Path, *, cases: list[str] | None = None,
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except ValueError:
-            raise InputError(f"{into}, line {i + 1}: not JSON; fix the line or give another "
-                             "file with --into") from None
+            raw = jsonlimits.loads(line)
+        except ValueError as exc:
+            raise InputError(f"{into}, line {i + 1}: not JSON ({exc}); fix the line or give "
+                             "another file with --into") from None
         case_id = raw.get("id") if isinstance(raw, dict) else None
         if case_id not in gold:
             continue

@@ -14,6 +14,10 @@ route under it. The value is one of
 The file is a log: the last line of a reviewer for a target wins (:func:`latest`), earlier
 lines stay as history. Pairwise preferences (``"A"``, ``"B"``, ``"tie"``) live in
 ``review/pairwise.jsonl`` with the two runs' ids, in the same line format.
+
+A crash or a full disk can leave a torn last line (no newline, not JSON). Readers leave it out
+with a warning; the next append moves it to ``labels.jsonl.torn`` (one JSON line per repair,
+the fragment's bytes kept) before it writes, so a label always starts a line of its own.
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ import statistics as _st
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 
 LABELS = Path("review") / "labels.jsonl"
@@ -101,6 +106,7 @@ class Label(BaseModel):
         return kind_of(self.label)
 
     def line(self) -> str:
+        """The label as one line of labels.jsonl (without its newline)."""
         return json.dumps(self.model_dump(exclude_none=False), ensure_ascii=False)
 
 
@@ -154,47 +160,147 @@ def kind_of(value: Any) -> str | None:
 
 
 def now() -> str:
+    """The current UTC time as a label's ``at`` (ISO 8601, seconds, ``Z``)."""
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def append(path: Path, labels: Iterable[Label]) -> list[Label]:
+def torn_path(path: Path) -> Path:
+    """Where :func:`append` moves a torn last line of ``path``: ``labels.jsonl.torn`` beside
+    it.
+
+    >>> torn_path(Path("run/review/labels.jsonl")).as_posix()
+    'run/review/labels.jsonl.torn'
+    """
+    return path.with_name(path.name + ".torn")
+
+
+def append(path: Path, labels: Iterable[Label], warnings: list[str] | None = None
+           ) -> list[Label]:
     """Append labels to ``path`` (made with its folder when missing), under an exclusive
     ``flock`` so two server threads or processes never interleave a line, then fsync. Labels
-    without a time get the current one; the stored labels are returned."""
+    without a time get the current one; the stored labels are returned.
+
+    Every writer of labels (the page, the pairwise page, ``review import``) goes through
+    here. A label is appended only after a whole line: a torn last line (a crash or a full
+    disk mid-append: no newline, not JSON) is first moved to :func:`torn_path` and cut from
+    the file, and ``warnings`` gets a sentence saying so; a last line that is whole but for
+    its newline gets its newline."""
     stored = [lab if lab.at else lab.model_copy(update={"at": now()}) for lab in labels]
     if not stored:
         return stored
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(lab.line() + "\n" for lab in stored)
-    with open(path, "a", encoding="utf-8") as fh:
+    data = "".join(lab.line() + "\n" for lab in stored).encode("utf-8")
+    with open(path, "a+b") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            fh.write(text)
+            said = _end_with_a_whole_line(path, fh)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+    if said and warnings is not None:
+        warnings.append(said)
     return stored
 
 
-def read(path: Path) -> list[Label]:
-    """Every label line of ``path`` in order (``[]`` when it does not exist). A torn last line
-    (a crash mid-write) is dropped; any other bad line is an :class:`InputError` naming the
-    file and line."""
+def _end_with_a_whole_line(path: Path, fh: BinaryIO) -> str | None:
+    """Under the caller's lock, make the file open as ``fh`` (append mode) end with a newline:
+    a torn last line is recorded in :func:`torn_path` (one JSON line: when, which line, its
+    offset and its bytes), fsynced there, then cut; what to tell the user, or ``None``."""
+    if _ends_whole(fh):
+        return None
+    fh.seek(0)
+    data = fh.read()
+    start = data.rfind(b"\n") + 1
+    fragment = data[start:]
+    if not fragment.strip() or _whole(fragment):
+        fh.write(b"\n")  # a whole label that lacks only its newline (a file edited by hand)
+        return None
+    line = data.count(b"\n", 0, start) + 1
+    torn = torn_path(path)
+    record = {"at": now(), "file": path.name, "line": line, "offset": start,
+              "bytes": len(fragment), "fragment": fragment.decode("utf-8", "surrogateescape")}
+    with open(torn, "a+b") as out:
+        lead = b"" if _ends_whole(out) else b"\n"  # its own last record torn: keep ours whole
+        out.write(lead + json.dumps(record).encode("ascii") + b"\n")
+        out.flush()
+        os.fsync(out.fileno())
+    fh.truncate(start)
+    return (f"{path}: its last line (line {line}, {len(fragment)} bytes) was cut short by a "
+            f"write that did not finish; moved it to {torn} before appending")
+
+
+def _ends_whole(fh: BinaryIO) -> bool:
+    """Whether the file open as ``fh`` is empty or ends with a newline."""
+    end = fh.seek(0, os.SEEK_END)
+    if end == 0:
+        return True
+    fh.seek(end - 1)
+    return fh.read(1) == b"\n"
+
+
+def _whole(raw: bytes) -> bool:
+    """Whether ``raw`` (a line without its newline) is whole JSON: a torn line is not (every
+    line is an object, so no shorter prefix of one is JSON).
+
+    >>> _whole(b'{"case": "q1"}'), _whole(b'{"case": "q'), _whole(b'{"a": "\\xc3')
+    (True, False, False)
+    """
+    try:
+        jsonlimits.loads(raw)
+    except ValueError:  # JSONDecodeError (TooDeep too) and UnicodeDecodeError
+        return False
+    return True
+
+
+def read(path: Path, warnings: list[str] | None = None) -> list[Label]:
+    """Every label line of ``path`` in order (``[]`` when it does not exist), read under a
+    shared lock (never half of an append). A torn last line (no newline, not JSON: a crash
+    mid-write) is left out and ``warnings`` gets a sentence naming it (the file is not
+    changed: the next :func:`append` moves it aside); any other bad line is an
+    :class:`InputError` naming the file and line."""
     if not path.is_file():
         return []
-    out: list[Label] = []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
+    with open(path, "rb") as fh:
         try:
-            out.append(Label.model_validate_json(text))
-        except ValidationError as exc:
-            if number == len(lines) and not text.endswith("}"):
-                break  # torn last line
-            raise InputError(f"{path}, line {number}: {describe(exc)}") from None
+            fcntl.flock(fh, fcntl.LOCK_SH)
+        except OSError:  # a file system without flock: read as is
+            pass
+        data = fh.read()
+    out: list[Label] = []
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        if number == len(lines) and not _whole(raw):
+            if warnings is not None:
+                warnings.append(f"{path}: its last line (line {number}, {len(raw)} bytes) is "
+                                "cut short (no newline: a write that did not finish); it is "
+                                f"left out, and the next label given moves it to "
+                                f"{torn_path(path).name}")
+            break
+        out.append(parse_line(raw, path, number))
     return out
+
+
+def parse_line(raw: bytes, path: Path, number: int) -> Label:
+    """One line of a labels file as a :class:`Label`; an :class:`InputError` naming the file
+    and line when it is not UTF-8, not JSON (or nested too deep), or not a label."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}, line {number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                         f"at column {exc.start + 1})") from None
+    try:
+        value = jsonlimits.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}, line {number}: not JSON ({exc.msg}, column {exc.colno})"
+                         ) from None
+    try:
+        return Label.model_validate(value)
+    except ValidationError as exc:
+        raise InputError(f"{path}, line {number}: {describe(exc)}") from None
 
 
 def latest(labels: Iterable[Label]) -> list[Label]:

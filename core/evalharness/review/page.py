@@ -4,6 +4,7 @@ template engine; the only script is the page's own, under the response's nonce."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalharness import pages
@@ -32,8 +33,9 @@ def csp(nonce: str) -> str:
 
 
 def render_review(app: App, index: int, reviewer: str, view: dict[str, Any],
-                  mine: list[Label], nonce: str) -> str:
-    """One sampled case with its steps and targets, the reviewer's labels filled in."""
+                  mine: list[Label], nonce: str, warnings: Sequence[str] = ()) -> str:
+    """One sampled case with its steps and targets, the reviewer's labels filled in;
+    ``warnings`` (a torn last line of the labels file left out) shown above it."""
     given = {(lab.case, lab.component, lab.metric, lab.item): lab for lab in mine}
     for target in view["targets"]:
         lab = given.get((view["id"], target["component"], target["metric"], target["item"]))
@@ -63,7 +65,8 @@ def render_review(app: App, index: int, reviewer: str, view: dict[str, Any],
         judge=app.review.run.report.judge.get("label", ""), how=app.review.how,
         case=view, index=index, total=len(ids), reviewer=reviewer, token=app.token,
         prev=index - 1 if index > 0 else None,
-        next=index + 1 if index + 1 < len(ids) else None, progress=done, keys=KEYS)
+        next=index + 1 if index + 1 < len(ids) else None, progress=done, keys=KEYS,
+        warnings=list(warnings))
 
 
 def _progress(app: App, reviewer: str, mine: list[Label]) -> dict[str, int]:
@@ -76,7 +79,8 @@ def _progress(app: App, reviewer: str, mine: list[Label]) -> dict[str, int]:
 def render_pairwise(app: App, index: int, reviewer: str, mine: list[Label],
                     nonce: str) -> str:
     """One case of two runs: the question and the two answers, left and right in the
-    pairing's hidden order; no run name, path, score or verdict on the page."""
+    pairing's hidden order; no run name, path, score or verdict on the page (so a warning
+    about run A's pairwise file goes to the server's log only)."""
     pairing = app.pairing
     assert pairing is not None
     case_id = pairing.ids[index]

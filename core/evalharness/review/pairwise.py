@@ -11,10 +11,10 @@ when equal — is the people's.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.review import labels as L
 from evalharness.review import stats as S
 from evalharness.scenario import parse_criterion
@@ -23,18 +23,20 @@ from evalharness.stats import seed_for
 
 def _manifest(path: Path) -> dict[str, Any]:
     try:
-        return json.loads((Path(path) / "run.json").read_text(encoding="utf-8"))
+        return jsonlimits.loads((Path(path) / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 
 
-def preferences(a_dir: Path, b_dir: Path, report_a: dict, report_b: dict
-                ) -> dict[str, list[tuple[str, str]]]:
+def preferences(a_dir: Path, b_dir: Path, report_a: dict, report_b: dict,
+                warnings: list[str] | None = None) -> dict[str, list[tuple[str, str]]]:
     """Case id -> [(reviewer, "a" | "b" | "tie")] from both runs' ``review/pairwise.jsonl``,
-    whichever run was A when they were given."""
+    whichever run was A when they were given (a torn last line left out, said in
+    ``warnings``)."""
     id_a = L.id_of(a_dir, _manifest(a_dir), (report_a.get("scenario") or {}).get("sha256"))
     id_b = L.id_of(b_dir, _manifest(b_dir), (report_b.get("scenario") or {}).get("sha256"))
-    rows = L.read(Path(a_dir) / L.PAIRWISE) + L.read(Path(b_dir) / L.PAIRWISE)
+    rows = (L.read(Path(a_dir) / L.PAIRWISE, warnings)
+            + L.read(Path(b_dir) / L.PAIRWISE, warnings))
     out: dict[str, list[tuple[str, str]]] = {}
     for lab in L.latest(rows):
         if lab.runs is None or set(lab.runs) != {id_a, id_b} or id_a == id_b:
@@ -62,10 +64,11 @@ def judge_preference(report: dict, values: dict[tuple[str, str], dict[str, float
 
 
 def summary(a_dir: Path, b_dir: Path, report_a: dict, report_b: dict,
-            values_a: dict, values_b: dict, resamples: int = 2000) -> dict[str, Any] | None:
+            values_a: dict, values_b: dict, resamples: int = 2000,
+            warnings: list[str] | None = None) -> dict[str, Any] | None:
     """The human comparison of B with A (see the module text); ``None`` without
-    preferences."""
-    prefs = preferences(a_dir, b_dir, report_a, report_b)
+    preferences. What reading them had to say goes to ``warnings``."""
+    prefs = preferences(a_dir, b_dir, report_a, report_b, warnings)
     if not prefs:
         return None
     per_case = {case: L.consensus([v for _, v in given]) or "tie"

@@ -83,6 +83,8 @@ class Review:
     index: dict[str, int] = field(repr=False)
     """Case id -> position in results.jsonl, for every case of the run."""
     _targets: dict[str, list[Target]] = field(default_factory=dict, repr=False)
+    warnings: list[str] = field(default_factory=list, repr=False)
+    """What reading labels had to say (a torn last line left out), each once."""
 
     @classmethod
     def open(cls, folder: str | Path, *, sample: int | None = None,
@@ -190,9 +192,11 @@ class Review:
     def labels(self, extra: Sequence[Path] = ()) -> list[L.Label]:
         """The labels in force: the run's own (``review/labels.jsonl``) and those of ``extra``
         files, the last per reviewer and target winning."""
-        rows = L.read(self.labels_path)
+        said: list[str] = []
+        rows = L.read(self.labels_path, said)
         for path in extra:
-            rows += read_file(path)
+            rows += read_file(path, said)
+        self.warnings += [w for w in said if w not in self.warnings]
         return L.latest(rows)
 
     def record_sample(self, seed: int, stratify: Sequence[str]) -> None:
@@ -204,12 +208,13 @@ class Review:
                                     "ids": ids}, indent=1) + "\n", encoding="utf-8")
 
 
-def read_file(path: Path) -> list[L.Label]:
-    """Labels from a labels.jsonl-style file (``--labels``, a scenario's ``labels:``)."""
+def read_file(path: Path, warnings: list[str] | None = None) -> list[L.Label]:
+    """Labels from a labels.jsonl-style file (``--labels``, a scenario's ``labels:``); a torn
+    last line is left out and said in ``warnings``."""
     if not Path(path).is_file():
         raise InputError(f"{path}: no such labels file; give a labels.jsonl written by "
                          "`evalharness review serve` or `review import`")
-    return L.read(Path(path))
+    return L.read(Path(path), warnings)
 
 
 def _slim(result: CaseResult) -> SimpleNamespace:

@@ -34,7 +34,8 @@
       return r.json().then(function (data) {
         if (!r.ok) { throw new Error(data.error || r.statusText); }
         show(data.choice);
-        status.textContent = data.choice ? "saved: " + data.choice : "taken back";
+        status.textContent = (data.choice ? "saved: " + data.choice : "taken back") +
+          (data.warnings ? " (the file's torn last line was moved aside; see the server's log)" : "");
       });
     }).catch(function (err) { status.textContent = "not saved: " + err.message; console.warn(err); });
   }

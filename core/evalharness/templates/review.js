@@ -48,7 +48,8 @@
         if (!r.ok) { throw new Error(data.error || r.statusText); }
         show(t, data.label);
         status.textContent = "saved " + t.dataset.component + "." + t.dataset.metric +
-          (t.dataset.item ? " " + t.dataset.item : "") + ": " + (data.label === null ? "taken back" : data.label);
+          (t.dataset.item ? " " + t.dataset.item : "") + ": " + (data.label === null ? "taken back" : data.label) +
+          (data.warnings ? " — " + data.warnings.join("; ") : "");
         return true;
       });
     }).catch(function (err) {
