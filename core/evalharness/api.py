@@ -212,6 +212,10 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        in_loop = False  # the run starts outside this `except`: it is no exception's context
+    else:
+        in_loop = True
+    if not in_loop:
         return asyncio.run(coro)
     guard = threading.Lock()
     state: dict[str, Any] = {"stop": False}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sysconfig
+import traceback
+
 from evalharness.redaction import redact
 
 
@@ -72,3 +76,81 @@ def describe(exc: BaseException) -> str:
         return f"SystemExit: the code called sys.exit({exc.code!r})"
     text = str(exc)
     return redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+MAX_TRACEBACK_FRAMES = 30
+"""The most frames a stored traceback keeps of each exception in its chain: the innermost
+ones, where the error happened (a deep recursion is said, not copied)."""
+MAX_TRACEBACK_CHARS = 8_000
+"""The most characters a stored traceback keeps: its start and its end, the middle cut."""
+
+_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def user_traceback(exc: BaseException) -> str | None:
+    """The traceback of an exception raised by user code, for a person to find the failing
+    line: the frames before the first frame of the user's code — evalharness calling it, the
+    thread or event-loop machinery under that — are dropped, each exception of the chain
+    keeps its innermost :data:`MAX_TRACEBACK_FRAMES` frames, the text at most
+    :data:`MAX_TRACEBACK_CHARS` characters; secrets redacted. ``None`` without a traceback.
+
+    >>> def users_code():
+    ...     raise KeyError("sku-12")
+    >>> try:
+    ...     users_code()
+    ... except KeyError as exc:
+    ...     print(user_traceback(exc).splitlines()[-1])
+    KeyError: 'sku-12'
+    """
+    if isinstance(exc, Escaped):
+        exc = exc.original
+    if exc.__traceback__ is None:
+        return None
+    te = traceback.TracebackException.from_exception(exc, capture_locals=False)
+    seen: set[int] = set()
+    link: traceback.TracebackException | None = te
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        frames = list(link.stack)
+        start = next((i for i, f in enumerate(frames) if _users(f.filename)), 0)
+        kept = frames[start:]
+        omitted = len(kept) - MAX_TRACEBACK_FRAMES
+        if omitted > 0:
+            kept = kept[omitted:]
+        link.stack = _Stack(kept)
+        link.stack.omitted = max(omitted, 0)
+        nxt = link.__cause__ or (link.__context__ if not link.__suppress_context__ else None)
+        if nxt is not None and not any(_users(f.filename) for f in nxt.stack):
+            # an exception of evalharness's own that the user's happened to be raised under
+            link.__cause__ = link.__context__ = None
+            nxt = None
+        link = nxt
+    text = redact("".join(te.format()))
+    if len(text) > MAX_TRACEBACK_CHARS:
+        head = MAX_TRACEBACK_CHARS // 4
+        tail = MAX_TRACEBACK_CHARS - head
+        text = (f"{text[:head]}\n… [cut: {len(text) - MAX_TRACEBACK_CHARS:,} characters] …\n"
+                f"{text[-tail:]}")
+    return text
+
+
+class _Stack(traceback.StackSummary):
+    """A stack that says how many of its outer frames were left out."""
+
+    omitted = 0
+
+    def format(self) -> list[str]:
+        lines = super().format()
+        if self.omitted:
+            lines.insert(0, f"  [{self.omitted} outer frames omitted]\n")
+        return lines
+
+
+def _users(filename: str) -> bool:
+    """Whether a frame's file is user code: neither evalharness's core nor the standard
+    library (site-packages, where the user's libraries live, counts as theirs)."""
+    path = os.path.abspath(filename)
+    if path.startswith(_OURS):
+        return False
+    return not path.startswith(_STDLIB) or f"{os.sep}site-packages{os.sep}" in path

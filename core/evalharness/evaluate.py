@@ -47,6 +47,7 @@ def evaluate_batch(
     for component in scenario.pipeline.order:
         kind = host.component_kind(scenario.pipeline.kind(component))
         applicable: list[tuple[int, Case, Any]] = []
+        failed_steps: list[tuple[int, str]] = []
         for i, (case, trace) in enumerate(pairs):
             step, problem = _step_of(trace, component, kind.step)
             if problem is not None:
@@ -57,7 +58,19 @@ def evaluate_batch(
                 results[i].components[component] = ComponentResult(status="not_run", reason=reason)
             else:
                 results[i].components[component] = ComponentResult(status="evaluated")
-                applicable.append((i, case, step))
+                own_error = step_error(step)
+                if own_error is None:
+                    applicable.append((i, case, step))
+                else:
+                    failed_steps.append((i, f"the {component} step carries an error: {own_error}"))
+        for configured in scenario.evaluators_on(component):
+            if only is not None and not any((component, m) in only for m in configured.metrics):
+                continue
+            for i, reason in failed_steps:  # nothing to measure: never a value made of nothing
+                target = results[i].components[component]
+                for metric in configured.metrics:
+                    target.metrics[metric] = MetricValue.failed(reason)
+                    target.evaluators[metric] = configured.name
         if not applicable:
             continue
         batch = [(case, step) for _, case, step in applicable]
@@ -102,6 +115,19 @@ class _Call(NamedTuple):
     applicable: list[tuple[int, Case, Any]]
     batch: list[tuple[Case, Any]]
     context: EvalContext
+
+
+def step_error(step: Any) -> str | None:
+    """The first line of the error a step carries (at most 300 characters), or ``None``.
+
+    >>> from evalharness.models import RetrieverStep
+    >>> step_error(RetrieverStep(ids=["a"])), step_error(RetrieverStep(error="down\\nmore"))
+    (None, 'down')
+    """
+    error = getattr(step, "error", None)
+    if not isinstance(error, str) or not error.strip():
+        return None
+    return error.strip().splitlines()[0][:300]
 
 
 def _step_of(trace: Trace, component: str, model: type[BaseModel]) -> tuple[Any, str | None]:

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from evalharness.errors import USER_CODE_ERRORS, Escaped, describe
+from evalharness.errors import USER_CODE_ERRORS, Escaped, describe, user_traceback
 from evalharness.models import Case, Trace
 
 EXIT_INTERRUPTED = 130
@@ -156,13 +156,16 @@ async def answer(func: Callable[..., Any], case: Case, kwargs: dict[str, Any], *
                 raise CallTimeout(timeout_s) from None
         else:
             out = await in_thread(func, case, timeout_s=timeout_s, **kwargs)
-        return as_trace(out, case)
     except CallTimeout:
         return Trace(case_id=case.id, error=f"TimeoutError: the system did not answer within "
                      f"system.timeout_s = {timeout_s:g} s; the call was abandoned")
     except (KeyboardInterrupt, asyncio.CancelledError):
         raise
     except USER_CODE_ERRORS as exc:
+        return Trace(case_id=case.id, error=describe(exc), traceback=user_traceback(exc))
+    try:
+        return as_trace(out, case)
+    except USER_CODE_ERRORS as exc:  # what it returned is no trace: the message says why
         return Trace(case_id=case.id, error=describe(exc))
 
 

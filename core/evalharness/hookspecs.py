@@ -167,6 +167,8 @@ def evaluate_router(
 
     Called during a run for each batch of cases whose trace has a router step, once per
     router evaluator configured in the scenario, on the plugin that registered that evaluator.
+    A step that carries an ``error`` is never in a batch (of this hook or any other evaluator
+    hook): the core records each of its metrics as an error with the step's reason.
 
     :param evaluator: name of the evaluator to run (as registered).
     :param batch: ``(case, step)`` pairs; ``case.gold.routes`` is the gold route set.

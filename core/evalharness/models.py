@@ -207,6 +207,11 @@ class Trace(_Model):
     error: str | None = None
     """Set when the system raised for this case: the exception type and message."""
 
+    traceback: str | None = None
+    """When the system raised: where, as Python prints it, from the first frame of the
+    user's code (evalharness's frames and the thread machinery under them left out), the
+    innermost 30 frames of each chained exception, at most 8,000 characters."""
+
     def step(self, component: str) -> dict[str, Any] | Step | None:
         """The step recorded for ``component`` (built-in field or plugin step), or ``None``."""
         if component in BUILTIN_STEPS:
@@ -279,7 +284,8 @@ class ComponentResult(_Model):
     status: Literal["evaluated", "not_run", "error"]
     """``not_run`` when the trace has no step for this component (or the system failed for the
     case); ``error`` when the step does not validate against its kind's step model. A step that
-    reports its own ``error`` is still ``evaluated``: its failure shows in its metrics."""
+    reports its own ``error`` is still ``evaluated``, but no evaluator sees it: every metric is
+    an error with the reason ``the <component> step carries an error: …``."""
 
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     """Metric name -> value."""
@@ -851,6 +857,23 @@ class Slices(_Model):
     """Cases of the run without any tag (in no tag's slice)."""
 
 
+class SystemErrorGroup(_Model):
+    """Cases whose system raised with the same first line of error, and where one of them
+    failed."""
+
+    reason: str
+    """The first line of the error (``RuntimeError: boom``)."""
+
+    count: int
+    """Cases with this reason."""
+
+    example: str
+    """The first such case's id."""
+
+    traceback: str | None = None
+    """That case's traceback (``trace.traceback``), if the system raised an exception."""
+
+
 class Report(_Model):
     """``report.json``: enough to read, reproduce and compare a run."""
 
@@ -868,6 +891,10 @@ class Report(_Model):
 
     cases: dict[str, int]
     """``total`` cases, ``system_errors``."""
+
+    system_errors: list[SystemErrorGroup] = Field(default_factory=list)
+    """The system's errors grouped by their first line, most frequent first (at most
+    :data:`~evalharness.report.SYSTEM_ERROR_GROUPS`), each with one case's traceback."""
 
     trace_source: dict[str, Any] | None = None
     """For a scenario of recorded traces: the file and its ``format`` (and the mapping or

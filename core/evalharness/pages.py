@@ -31,12 +31,29 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.bccache
 from markupsafe import Markup
 
 from evalharness import formatting
 
 TEMPLATES = Path(__file__).parent / "templates"
 """Where the pages' templates, their CSS and their scripts live (package data)."""
+
+
+CONTROLS = {**{c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A, 0x0C, 0x0D)},
+            0x7F: 0x2421, **{c: 0xFFFD for c in range(0x80, 0xA0)}}
+"""Control characters, which HTML forbids in a page's text (a NUL makes browsers cut or
+mangle it), shown as their Unicode pictures (``␀``, ``␛``, ``␡``) or, for C1 controls, as
+``�``; tab, line feed, form feed and carriage return stay."""
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters replaced as :data:`CONTROLS` says.
+
+    >>> visible("a\\x00b\\x1b[0m\\tc\\x85")
+    'a␀b␛[0m\\tc�'
+    """
+    return text.translate(CONTROLS)
 
 
 class Html(Markup):
@@ -56,7 +73,7 @@ class Html(Markup):
         """``s`` as markup: kept if it is markup already, else escaped."""
         if hasattr(s, "__html__"):
             return cls(s.__html__())
-        return cls(html.escape(str(s), quote=True))
+        return cls(html.escape(str(s), quote=True).translate(CONTROLS))
 
 
 def escape(value: Any) -> Html:
@@ -77,7 +94,7 @@ def quoted_attr(value: Any) -> Html:
     >>> quoted_attr("default-src 'none'; x=\\"<y>\\"")
     Html("default-src 'none'; x=&quot;&lt;y&gt;&quot;")
     """
-    return Html(html.escape(str(value), quote=False).replace('"', "&quot;"))
+    return Html(html.escape(str(value), quote=False).replace('"', "&quot;").translate(CONTROLS))
 
 
 def _finalize(value: Any) -> Any:
@@ -103,9 +120,36 @@ FILTERS = {
 ``escape`` replace Jinja's, so an explicit escape is spelt as autoescaping spells it."""
 
 
+class _Compiled(jinja2.FileSystemBytecodeCache):
+    """Jinja's cache of compiled templates in its private folder under the temporary
+    directory (made ``0700`` and checked to be this user's): a process that writes a page
+    loads them instead of compiling every template again (a tenth of a second per run). A
+    cache that cannot be read or written is skipped, never a reason to lose a page."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # noqa: BLE001 - a torn or foreign file: compile instead
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:  # a full or read-only temporary directory
+            pass
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    try:
+        return _Compiled()
+    except (OSError, RuntimeError):  # no temporary directory this user may safely use
+        return None
+
+
 @cache
 def environment() -> jinja2.Environment:
-    """The one environment, built on first use: templates are compiled once per process."""
+    """The one environment, built on first use: templates are compiled once per process,
+    or loaded compiled from :class:`_Compiled`."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
@@ -115,6 +159,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,  # an included partial keeps its last newline
         auto_reload=False,  # templates are package data: no need to stat them per render
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(FILTERS)
     return env

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 from array import array
 from collections import Counter
@@ -32,6 +33,7 @@ from evalharness.models import (
     Slice,
     SliceVerdicts,
     Step,
+    SystemErrorGroup,
 )
 from evalharness.registry import ReportSection
 from evalharness.results import Results
@@ -43,6 +45,9 @@ from evalharness.runfolder import RunFolder
 from evalharness.runner import RunOutcome
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
+
+SYSTEM_ERROR_GROUPS = 5
+"""How many of the system's most frequent errors the report shows with a traceback."""
 
 
 def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
@@ -98,6 +103,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
             if info.source != "core"},
         cases={"total": len(scenario.cases), "evaluated": tally.cases,
                "system_errors": tally.system_errors},
+        system_errors=tally.system_error_groups(),
         selection=scenario.selection if scenario.selection.get("everything") is False
         else None,
         trace_source=scenario.trace_source or None,
@@ -130,9 +136,11 @@ def _add_agreement(scenario: Scenario, outcome: RunOutcome, report: Report, resu
     report.agreement, its section, and the ``agreement.`` gates."""
     run = RunFolder(path=Path(outcome.out_dir), report=report, results=results)
     review = Review.of(run)
-    given = review_labels.read(review.labels_path)
+    said: list[str] = []
+    given = review_labels.read(review.labels_path, said)
     for path in scenario.labels:
-        given += review_labels.read(path)
+        given += review_labels.read(path, said)
+    report.warnings.extend(said)
     agreement = agreement_of(review, review_labels.latest(given),
                         criteria=verdicts.criteria_for(scenario))
     attach(report, agreement)
@@ -193,6 +201,7 @@ class RunTally:
         self.cases = 0
         self.system_errors = 0
         self.system_error_reasons: Counter[str] = Counter()
+        self.system_error_examples: dict[str, tuple[str, str | None]] = {}
         self.statuses: dict[str, Counter[str]] = {c: Counter() for c in order}
         self.metrics: dict[str, dict[str, MetricTally]] = {c: {} for c in order}
         for component in order:
@@ -217,6 +226,13 @@ class RunTally:
         return [f"the system failed on {self.system_errors} of {self.cases} cases; most "
                 f"often {said}"]
 
+    def system_error_groups(self) -> list[SystemErrorGroup]:
+        """The most frequent system errors, each with its first case and traceback."""
+        return [SystemErrorGroup(reason=reason, count=n,
+                                 example=self.system_error_examples[reason][0],
+                                 traceback=self.system_error_examples[reason][1])
+                for reason, n in self.system_error_reasons.most_common(SYSTEM_ERROR_GROUPS)]
+
     def add(self, r: CaseResult) -> None:
         """Count one case (cases come in case order)."""
         self.cases += 1
@@ -225,6 +241,7 @@ class RunTally:
             reason = r.trace.error.strip().splitlines()[0][:300] if r.trace.error.strip() else "?"
             if reason in self.system_error_reasons or len(self.system_error_reasons) < 100:
                 self.system_error_reasons[reason] += 1
+                self.system_error_examples.setdefault(reason, (r.case.id, r.trace.traceback))
         everything: list[dict] = []
         for name, comp in r.components.items():
             tallies = self.metrics.get(name)
@@ -630,6 +647,32 @@ def md_text(text: Any) -> str:
             .replace("\n", " "))
 
 
+def render_system_errors(report: Report) -> list[str]:
+    """report.md's section on the system's errors: each kind, its cases and a traceback."""
+    lines = ["## System errors", "",
+             f"{report.cases['system_errors']} cases failed in the system under test. The most "
+             "frequent errors, each with the traceback of its first case (every case's is "
+             "`trace.traceback` in results.jsonl):", ""]
+    for group in report.system_errors:
+        cases = "1 case" if group.count == 1 else f"{group.count} cases"
+        lines.append(f"- **{md_text(group.reason)}** — {cases}, first `{md_text(group.example)}`")
+        if group.traceback:
+            lines += ["", *fenced(group.traceback, indent="  "), ""]
+    return lines
+
+
+def fenced(text: str, indent: str = "") -> list[str]:
+    """``text`` as a Markdown code block whose fence no run of backticks in it can close.
+
+    >>> fenced("a ``` b")
+    ['````text', 'a ``` b', '````']
+    """
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{indent}{fence}text", *(indent + line for line in text.rstrip("\n").split("\n")),
+            f"{indent}{fence}"]
+
+
 def render_markdown(report: Report) -> str:
     """``report.md``: the same content as report.json, for people."""
     lines = [f"# evalharness report: {md_text(report.scenario['name'])}", ""]
@@ -646,7 +689,8 @@ def render_markdown(report: Report) -> str:
         "",
         *([f"> **{report.cases['system_errors']} cases failed in the system under test**: "
            "their components did not run and are in no mean below (see `trace.error` in "
-           "results.jsonl).", ""] if report.cases["system_errors"] else []),
+           "results.jsonl, and [System errors](#system-errors) below).", ""]
+          if report.cases["system_errors"] else []),
         *[f"> **Warning:** {md_text(w)}" for w in report.warnings],
         *([""] if report.warnings else []),
         "## Metrics per component",
@@ -672,6 +716,8 @@ def render_markdown(report: Report) -> str:
         for name, metric, s in errors:
             for reason, count in s.error_reasons.items():
                 lines.append(f"- `{name}.{metric}` × {count}: {md_text(reason)}")
+    if report.system_errors:
+        lines += ["", *render_system_errors(report)]
     if report.bottleneck is not None:
         lines += ["", *render_bottleneck(report)]
     if report.slices is not None:

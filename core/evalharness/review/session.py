@@ -243,6 +243,6 @@ def case_view(review: Review, result: CaseResult) -> dict[str, Any]:
         steps.append(entry)
     return {"id": result.case.id, "question": result.case.question,
             "tags": result.case.tags, "gold": gold.model_dump(exclude_none=True),
-            "error": trace.error, "steps": steps,
+            "error": trace.error, "traceback": trace.traceback, "steps": steps,
             "end_to_end": result.end_to_end.status if result.end_to_end else None,
             "targets": [t.view() for t in review.targets(result.case.id)]}
