@@ -3,16 +3,20 @@ and per gate, one run per session for only the cases the selected items need."""
 
 from __future__ import annotations
 
+import copy
 import json
+import os
+import re
 import shutil
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
 # Imported before pytester's in-process sessions, which drop the modules first imported inside
 # them (and numpy cannot be imported twice in one process).
 import evalharness.api  # noqa: F401
-from conftest import SHOP, run_cli
+from conftest import CASES, SHOP, SMALL_SCENARIO, TRACES, run_cli, write, write_jsonl
 from evalharness.plugins import load_plugins
 from evalharness.scenario import load_scenario
 
@@ -201,3 +205,66 @@ def test_ctrl_c_during_the_run_stops_the_session(pytester):
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert "KeyboardInterrupt" in result.stdout.str()
     assert "3 of 51 cases are saved" in result.stdout.str()
+
+
+def test_a_pipe_as_the_scenario_is_a_usage_error_saying_so(pytester):
+    fifo = pytester.path / "s.yaml"
+    os.mkfifo(fifo)
+    result = pytester.runpytest_inprocess("--evalharness", str(fifo))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "is a named pipe (FIFO), not a regular file" in result.stderr.str()
+
+
+def _small(folder: Path, ids: list[str]) -> Path:
+    """The shared small recorded-traces scenario in ``folder``, its three cases renamed."""
+    cases, traces = copy.deepcopy(CASES), copy.deepcopy(TRACES)
+    for case, trace, new in zip(cases, traces, ids, strict=True):
+        case["id"] = trace["case_id"] = new
+    write_jsonl(folder / "cases.jsonl", cases)
+    write_jsonl(folder / "traces.jsonl", traces)
+    write(folder / "items.sql", """
+        CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL);
+        INSERT INTO items VALUES (1, 'Navy Coat', 40), (2, 'Camel Coat', 120);
+    """)
+    return write(folder / "small.yaml", SMALL_SCENARIO)
+
+
+def test_junitxml_of_ids_with_control_characters_is_well_formed(pytester):
+    """`--junitxml` wrote a case id's control characters raw into `classname` (pytest escapes
+    `name` only): the file was not XML. Names now carry them as visible escapes."""
+    plain = _small(pytester.path / "plain", ["c1", "c2", "c3"])
+    expected = pytester.runpytest_inprocess("--evalharness", str(plain),
+                                            "-p", "no:cacheprovider").parseoutcomes()
+    odd = _small(pytester.path / "odd", ["bell\x07", "nul\x00 esc\x1b[0m", "c3"])
+    xml = pytester.path / "x.xml"
+    result = pytester.runpytest_inprocess("--evalharness", str(odd), "--junitxml", str(xml),
+                                          "-p", "no:cacheprovider")
+    assert result.parseoutcomes() == expected  # each item found its case's verdict
+    testcases = ElementTree.parse(xml).findall(".//testcase")  # well-formed, or it raises
+    assert testcases
+    illegal = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+    for tc in testcases:
+        assert not illegal.search(tc.get("classname") + tc.get("name")), tc.attrib
+    classnames = {tc.get("classname") for tc in testcases}
+    assert {"odd.small.yaml.bell\\x07", "odd.small.yaml.nul\\x00 esc\\x1b\\x5b0m"} <= classnames
+
+
+def test_a_case_id_with_double_colons_or_a_bracket_is_selected_by_its_node_id(pytester):
+    """`::` splits a node id and `[` starts its parameters, so `pytest s.yaml::a::b::router`
+    found nothing; the test name escapes them (docs/pytest.md) and the node id selects."""
+    scenario = _small(pytester.path, ["a::b", "q[1]", "end:"])
+    listed = pytester.runpytest_inprocess("--evalharness", str(scenario), "--collect-only",
+                                          "-q", "-p", "no:cacheprovider").stdout.lines
+    expected = {"a::b": "small.yaml::a:\\x3ab::router",
+                "q[1]": "small.yaml::q\\x5b1]::router",
+                "end:": "small.yaml::end\\x3a::router"}
+    assert set(expected.values()) <= set(listed)
+    for case, nodeid in expected.items():
+        out = pytester.path / "runs" / str(len(case) + ord(case[0]))
+        rec = pytester.inline_run(nodeid, "--evalharness", str(scenario), "--evalharness-out",
+                                  str(out), "-p", "no:cacheprovider")
+        reports = [r for r in rec.getreports("pytest_runtest_logreport") if r.when == "call"]
+        assert [r.nodeid for r in reports] == [nodeid], case
+        (folder,) = out.iterdir()
+        lines = (folder / "results.jsonl").read_text().splitlines()
+        assert [json.loads(x)["case"]["id"] for x in lines] == [case]

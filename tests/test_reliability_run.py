@@ -224,3 +224,15 @@ def test_a_broken_template_cache_never_costs_a_page(tmp_path, monkeypatch):
         assert pages.render("base.html", csp="default-src 'none'") == first
     finally:
         pages.environment.cache_clear()
+
+
+def test_a_results_line_nested_too_deep_is_an_error_naming_the_line(tmp_path):
+    """results.jsonl is read back by --resume, load_run, compare and review: a line someone
+    edited into a deep nest is an error naming it, never a RecursionError."""
+    from evalharness.errors import InputError
+    from evalharness.results import parse_line
+
+    deep = b'{"case": {"id": "c1", "question": "q", "tags": ' + b"[" * 5000 + b"]" * 5000 + b"}}"
+    with pytest.raises(InputError, match=r"results.jsonl, line 7: not valid JSON \(arrays and "
+                                         r"objects nested more than 128 deep"):
+        parse_line(deep, Path("results.jsonl"), 7)

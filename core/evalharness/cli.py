@@ -502,13 +502,17 @@ def _trace_options(func):
 def _mapped_traces(path: Path, fmt: str | None, mapping: str | None,
                    scenario_path: Path | None):
     """(format, mapped traces, the pipeline) for the ``traces`` commands."""
+    from evalharness.context import file_hint, not_a_file
     from evalharness.pipeline import ComponentSpec, Pipeline
     from evalharness.scenario import SHOP_PIPELINE
     from evalharness.spans.importer import read_mapped
     from evalharness.spans.mapping import mapping_spec
 
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem == "does not exist":
         raise InputProblem(f"{path}: no such file; give a file of exported spans")
+    if problem is not None:
+        raise InputProblem(f"{path} {problem}; {file_hint(problem)}")
     step_models = {}
     if scenario_path is not None:
         loaded = load_scenario(scenario_path)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import sqlite3
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError, ScenarioError
 from evalharness.models import SURROGATES
 
@@ -74,7 +78,17 @@ class Database:
 
     def sha256(self) -> str | None:
         """Checksum of the database file (``None`` for a server database)."""
-        return hashlib.sha256(self.path.read_bytes()).hexdigest() if self.path else None
+        return file_sha256(self.path) if self.path else None
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read in blocks (a large file is never held whole).
+
+    >>> file_sha256("/dev/null")[:16]
+    'e3b0c44298fc1c14'
+    """
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def sqlite_affinity(declared: str) -> str:
@@ -151,60 +165,207 @@ def read_records(path: Path, model: type[M], *, key: Callable[[M], str], what: s
 _BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32",
          b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
 
+MAX_LINE_BYTES = 256 << 20
+"""Longest line of a JSONL input, in bytes (its newline not counted; the span readers' cap on
+one value): a longer line is an error naming the file and the line, raised once this many
+bytes are read, before the line is held whole."""
 
-def read_jsonl(path: Path, *, tolerate_torn_tail: bool = False, reject_surrogates: bool = False):
+NOT_REGULAR_HINT = ("give a file saved on disk (write what the pipe or device gives to a "
+                    "file first): an input is read more than once")
+"""What to give instead of a named pipe or a device."""
+
+NOT_REGULAR = "not a regular file"
+"""How :func:`not_a_file` ends what it says of a pipe, a device or a socket."""
+
+_KINDS = ((stat.S_ISFIFO, "is a named pipe (FIFO)"), (stat.S_ISCHR, "is a character device"),
+          (stat.S_ISBLK, "is a block device"), (stat.S_ISSOCK, "is a socket"))
+
+
+def not_a_file(path: str | Path) -> str | None:
+    """Why ``path`` cannot be read as an input file (``does not exist``, ``is a directory``,
+    ``is a named pipe (FIFO), not a regular file``, ``is a character device, not a regular
+    file`` ..., ``cannot be read (...)``), or ``None`` for a regular file (a symbolic link is
+    followed). Nothing is opened: opening a pipe blocks until a writer comes, and a device
+    like ``/dev/zero`` never ends.
+
+    >>> not_a_file("/dev/null"), not_a_file("/no/such/file"), not_a_file("/")
+    ('is a character device, not a regular file', 'does not exist', 'is a directory')
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    return _kind(mode)
+
+
+def file_hint(problem: str) -> str:
+    """What to give instead, for what :func:`not_a_file` said.
+
+    >>> file_hint(not_a_file("/dev/null")) == NOT_REGULAR_HINT
+    True
+    """
+    if problem.endswith(NOT_REGULAR):
+        return NOT_REGULAR_HINT
+    return "give a file this process may read"
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    kind = next((what for test, what in _KINDS if test(mode)), None)
+    return f"{kind}, {NOT_REGULAR}" if kind else f"is {NOT_REGULAR}"
+
+
+def open_regular(path: Path, what: str):
+    """``path`` opened for binary reading, or :class:`InputError` when it is not a regular
+    file (``what`` says what to give). A named pipe is opened without blocking and refused,
+    so a path swapped for one after it was checked cannot hang the run either."""
+    problem = not_a_file(path)
+    if problem is None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            problem = "does not exist"
+        else:
+            problem = _kind(os.fstat(fd).st_mode)
+            if problem is None:
+                os.set_blocking(fd, True)
+                return os.fdopen(fd, "rb")
+            os.close(fd)
+    if problem == "is a directory":
+        raise InputError(f"{path} is a directory; give {what}")
+    if problem == "does not exist":
+        raise InputError(f"{path} does not exist; give {what}")
+    raise InputError(f"{path} {problem}; {file_hint(problem)}")
+
+
+def read_jsonl(path: Path, *, tolerate_torn_tail: bool = False,
+               reject_surrogates: bool = False) -> Iterator[tuple[int, dict]]:
     """Yield ``(line number, object)`` for each non-blank line; errors name file and line.
 
-    The file must be UTF-8 (a UTF-8 byte-order mark is skipped); UTF-16 or other bytes are an
-    error naming the line and the byte. With ``tolerate_torn_tail``, an unparsable *last*
-    line (a write cut short by a kill) is skipped instead of raising.
+    The file is read line by line, each line at most :data:`MAX_LINE_BYTES`; it must be a
+    regular file (a named pipe or a device is an error saying so). It must be UTF-8 (a UTF-8
+    byte-order mark is skipped); UTF-16 or other bytes are an error naming the line and the
+    byte. Values nested deeper than :data:`evalharness.jsonlimits.MAX_DEPTH` are an error
+    naming the line and the field. With ``tolerate_torn_tail``, an unparsable *last* line
+    without its newline (a write cut short by a kill) is skipped instead of raising.
     """
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path} is a directory; give a JSONL file (one JSON object per line)")
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-        ended = True
-    else:
-        ended = False
-    if lines:
-        head = lines[0][:4]
-        for bom, name in _BOMS.items():
-            if head.startswith(bom):
-                raise InputError(f"{path}: the file is {name} text (it starts with a {name} "
-                                 "byte-order mark); save it as UTF-8")
-        if head.startswith(b"\xef\xbb\xbf"):
-            lines[0] = lines[0][3:]
-    for lineno, raw in enumerate(lines, 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            hint = " (it looks like UTF-16: save it as UTF-8)" if b"\x00" in raw else ""
-            raise InputError(f"{path}, line {lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                             f"at column {exc.start + 1}){hint}; save the file as UTF-8") from None
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if tolerate_torn_tail and lineno == len(lines) and not ended:
+    with open_regular(path, "a JSONL file (one JSON object per line)") as fh:
+        lineno = 0
+        while True:
+            cap = MAX_LINE_BYTES
+            raw = fh.readline(cap + 1)
+            if not raw:
                 return
-            raise InputError(
-                f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                "each line must be one JSON object"
-            ) from None
-        if not isinstance(record, dict):
-            raise InputError(f"{path}, line {lineno}: expected a JSON object, got "
-                             f"{type(record).__name__}")
-        if reject_surrogates and "\\u" in line:
-            where = surrogate_at(record)
-            if where is not None:
-                raise InputError(f"{path}, line {lineno}, field `{where}`: the text holds an "
-                                 "unpaired surrogate escape (\\ud800-\\udfff), which is not "
-                                 "valid Unicode; write the character itself or remove it")
-        yield lineno, record
+            lineno += 1
+            ended = raw.endswith(b"\n")  # only the last line can lack its newline
+            if not ended and len(raw) > cap:
+                raise InputError(f"{path}, line {lineno}: longer than {cap:,} bytes (the "
+                                 "limit of one line); a case, chunk or trace is far smaller: "
+                                 "is this the right file?")
+            if lineno == 1:
+                raw = _skip_bom(path, raw)
+            record = _parse_line(path, lineno, raw, torn=tolerate_torn_tail and not ended)
+            if record is _TORN:
+                return
+            if record is None:
+                continue
+            if reject_surrogates and b"\\u" in raw:
+                where = surrogate_at(record)
+                if where is not None:
+                    raise InputError(f"{path}, line {lineno}, field `{where}`: the text holds "
+                                     "an unpaired surrogate escape (\\ud800-\\udfff), which "
+                                     "is not valid Unicode; write the character itself or "
+                                     "remove it")
+            yield lineno, record
+
+
+_TORN = object()
+
+
+def _skip_bom(path: Path, raw: bytes) -> bytes:
+    """The first line without a UTF-8 byte-order mark; an error for a UTF-16 or UTF-32 one."""
+    head = raw[:4]
+    for bom, name in _BOMS.items():
+        if head.startswith(bom):
+            raise InputError(f"{path}: the file is {name} text (it starts with a {name} "
+                             "byte-order mark); save it as UTF-8")
+    return raw[3:] if head.startswith(b"\xef\xbb\xbf") else raw
+
+
+def _parse_line(path: Path, lineno: int, raw: bytes, *, torn: bool) -> Any:
+    """One line's object; ``None`` for a blank line, ``_TORN`` for an unparsable line that
+    ``torn`` allows to skip; an error naming the line otherwise."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        hint = " (it looks like UTF-16: save it as UTF-8)" if b"\x00" in raw else ""
+        raise InputError(f"{path}, line {lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                         f"at column {exc.start + 1}){hint}; save the file as UTF-8") from None
+    if not line.strip():
+        return None
+    try:
+        record = jsonlimits.loads(line)
+    except jsonlimits.TooDeep as exc:
+        if torn:
+            return _TORN
+        raise InputError(
+            f"{path}, line {lineno}, field `{json_field_at(line, exc.pos)}`: arrays and "
+            f"objects nested more than {exc.max_depth} deep (the limit; at column "
+            f"{exc.colno}); a case, chunk or trace nests a handful of levels") from None
+    except json.JSONDecodeError as exc:
+        if torn:
+            return _TORN
+        raise InputError(
+            f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
+            "each line must be one JSON object"
+        ) from None
+    if not isinstance(record, dict):
+        raise InputError(f"{path}, line {lineno}: expected a JSON object, got "
+                         f"{type(record).__name__}")
+    return record
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.S)
+
+
+def json_field_at(text: str, pos: int, parts: int = 5) -> str:
+    """The field path (``a.b[1]``) of the value that starts at ``pos`` in the JSON text
+    ``text``, read from the brackets, keys and commas before it; past ``parts`` parts, the
+    rest is ``…``.
+
+    >>> text = '{"a": {"b": [1, [2, [3]]]}, "c": 4}'
+    >>> json_field_at(text, text.index("[3]")), json_field_at(text, text.index("4"))
+    ('a.b[1][1]', 'c')
+    >>> json_field_at("[" * 10, 9, parts=3)
+    '[0][0][0]…'
+    """
+    from evalharness.locate import short_path
+
+    path: list[str | int | None] = []  # per open container: its key (None: not yet) or index
+    key_next = False
+    for m in _JSON_TOKEN.finditer(text, 0, pos):
+        token = m.group()
+        if token in "{[":
+            path.append(None if token == "{" else 0)
+            key_next = token == "{"
+        elif token in "}]":
+            if path:
+                path.pop()
+        elif token == ",":
+            if path and isinstance(path[-1], int):
+                path[-1] += 1
+            key_next = bool(path) and not isinstance(path[-1], int)
+        elif token == ":":
+            key_next = False
+        elif key_next and path:
+            path[-1] = json.loads(token)
+    return short_path([p for p in path if p is not None], parts)
 
 
 def surrogate_at(value: Any, path: str = "") -> str | None:

@@ -13,11 +13,17 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from evalharness.jsonlimits import MAX_DEPTH
+
 Path_ = tuple[str | int, ...]
 
 
 def load_yaml_with_lines(text: str) -> tuple[Any, dict[Path_, int]]:
     """Parse YAML safely and return ``(data, {field path: 1-based line})``.
+
+    Refused (:class:`YAMLRefused`, naming the line): a key given twice in one mapping, a
+    document that expands past :data:`MAX_VALUES` values, and lists and mappings nested more
+    than :data:`evalharness.jsonlimits.MAX_DEPTH` deep, written so or through aliases.
 
     >>> data, lines = load_yaml_with_lines("a: 1\\nb:\\n  - x\\n  - {c: 2}\\n")
     >>> data
@@ -30,7 +36,7 @@ def load_yaml_with_lines(text: str) -> tuple[Any, dict[Path_, int]]:
         node = loader.get_single_node()
         lines: dict[Path_, int] = {}
         if node is not None:
-            _walk(node, (), lines, [MAX_VALUES])
+            _walk(node, (), lines, [MAX_VALUES], 0)
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
@@ -41,15 +47,43 @@ MAX_VALUES = 100_000
 """Most values a scenario file may expand to. Anchors and aliases let a few lines stand for
 billions of values (the "billion laughs"); a scenario needs a few hundred."""
 
+TOO_DEEP = (f"lists and mappings nested more than {MAX_DEPTH} deep (the limit); a scenario "
+            "nests a handful of levels")
+
 
 class YAMLRefused(yaml.constructor.ConstructorError):
     """A YAML document that parses but that evalharness refuses (a key given twice, an
-    expansion bomb); its ``problem`` says why."""
+    expansion bomb, nesting past the limit); its ``problem`` says why, and ``field`` is the
+    path of the value when it is known."""
+
+    field: Path_ | None = None
 
 
 class _Loader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML forbids it;
-    PyYAML silently keeps the last)."""
+    PyYAML silently keeps the last) and collections nested past the limit before composing
+    them (PyYAML's composer recurses once per level)."""
+
+    _depth = 0
+
+    def compose_sequence_node(self, anchor: str | None) -> yaml.SequenceNode:
+        self._deeper()
+        try:
+            return super().compose_sequence_node(anchor)
+        finally:
+            self._depth -= 1
+
+    def compose_mapping_node(self, anchor: str | None) -> yaml.MappingNode:
+        self._deeper()
+        try:
+            return super().compose_mapping_node(anchor)
+        finally:
+            self._depth -= 1
+
+    def _deeper(self) -> None:
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise YAMLRefused(None, None, TOO_DEEP, self.peek_event().start_mark)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, int] = {}
@@ -64,21 +98,29 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], budget: list[int]) -> None:
+def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], budget: list[int],
+          depth: int) -> None:
     budget[0] -= 1
     if budget[0] < 0:
         raise YAMLRefused(
             None, None, f"the document expands to more than {MAX_VALUES} values (through "
             "anchors and aliases?); a scenario is far smaller", node.start_mark)
     lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        depth += 1
+        if depth > MAX_DEPTH:  # only through aliases: the composer refused the rest
+            refused = YAMLRefused(None, None, TOO_DEEP + " (through anchors and aliases)",
+                                  node.start_mark)
+            refused.field = path
+            raise refused
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value
             lines[path + (key,)] = key_node.start_mark.line + 1
-            _walk(value_node, path + (key,), lines, budget)
+            _walk(value_node, path + (key,), lines, budget, depth)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, path + (i,), lines, budget)
+            _walk(item, path + (i,), lines, budget, depth)
 
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?:-\s+)*(?P<key>[^\s#:'\"{}\[\],][^:#{}\[\]]*?)\s*:(\s|$)")
@@ -124,6 +166,18 @@ def format_path(path: Sequence[str | int]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out or "(top level)"
+
+
+def short_path(path: Sequence[str | int], parts: int = 5) -> str:
+    """:func:`format_path` of at most ``parts`` parts, then ``…`` for the rest.
+
+    >>> short_path(("cases", 0, "metadata", "a", 0, 0, 0), parts=4)
+    'cases[0].metadata.a…'
+    >>> short_path(("a", 1))
+    'a[1]'
+    """
+    path = tuple(path)
+    return format_path(path[:parts]) + ("…" if len(path) > parts else "")
 
 
 def line_of(path: Sequence[str | int], lines: dict[Path_, int]) -> int | None:
@@ -221,8 +275,8 @@ there; values with ':' or '#' need quotes
     if mark and started and started.line != mark.line:
         where += f" ({exc.context} that starts on line {started.line + 1})"
         mark = started
-    near = field_near(text, mark.line + 1) if mark else ()
-    field = f", field `{format_path(near)}`" if near else ""
+    near = getattr(exc, "field", None) or (field_near(text, mark.line + 1) if mark else ())
+    field = f", field `{short_path(near, 8)}`" if near else ""
     problem = getattr(exc, "problem", None) or str(exc)
     if isinstance(exc, YAMLRefused):
         return f"{source}{where}{field}: {problem}"

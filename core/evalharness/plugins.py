@@ -22,6 +22,7 @@ from typing import Any
 import pluggy
 
 from evalharness import builtin, hookspecs
+from evalharness.context import not_a_file
 from evalharness.errors import PluginError
 from evalharness.importing import import_file
 from evalharness.registry import ComponentKind, Evaluator, Executor, JudgeBackend, Registry
@@ -169,9 +170,10 @@ def _entry_points() -> list[importlib.metadata.EntryPoint]:
 def load_plugin_file(path: str | Path) -> ModuleType:
     """Import a local plugin file under a private module name; errors name the file."""
     path = Path(path)
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem is not None:
         raise PluginError(
-            f"plugin file {str(path)!r} does not exist; give the path to a .py file "
+            f"plugin file {str(path)!r} {problem}; give the path to a .py file "
             "(relative to the scenario file when listed under `plugins:`)"
         )
     try:

@@ -7,10 +7,11 @@ Registered through the ``pytest11`` entry point and inert unless ``--evalharness
     pytest --evalharness scenarios/shop.yaml --lf       # reruns the cases that failed last time
 
 Items are ``SCENARIO::CASE::COMPONENT`` (each component with a verdict, then ``end_to_end``)
-and ``SCENARIO::gates::GATE``. Collection reads the scenario only; the scenario runs once per
-session, at the first item, for just the cases the selected items need (a selected gate needs
-every case). An item passes, fails or is skipped (the component is not on the case's gold path)
-as its verdict in the run; a failure's message is the evaluator's reason
+and ``SCENARIO::gates::GATE``, each name written by :func:`test_name` (what would break a
+node id or XML escaped, visibly). Collection reads the scenario only; the scenario runs once
+per session, at the first item, for just the cases the selected items need (a selected gate
+needs every case). An item passes, fails or is skipped (the component is not on the case's
+gold path) as its verdict in the run; a failure's message is the evaluator's reason
 (:mod:`evalharness.outcomes`). Without positional paths the session collects only the
 scenarios; with paths it collects those too.
 
@@ -21,6 +22,7 @@ The fixture ``evalharness_run(path, **options)`` runs a scenario once per sessio
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -51,10 +53,15 @@ def pytest_configure(config: pytest.Config) -> None:
     scenarios = [Path(p) for p in config.getoption(OPTION) or []]
     if not scenarios:
         return  # inert
+    from evalharness.context import file_hint, not_a_file
+
     for path in scenarios:
-        if not path.is_file():
+        problem = not_a_file(path)
+        if problem == "does not exist":
             raise pytest.UsageError(f"{OPTION} {path}: no such scenario file; give the path of "
                                     "a scenario YAML file, e.g. scenarios/shop.yaml")
+        if problem is not None:
+            raise pytest.UsageError(f"{OPTION} {path} {problem}; {file_hint(problem)}")
     resolved = {p.resolve() for p in scenarios}
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         given = {Path(a.split("::")[0]).resolve() for a in config.args}
@@ -87,6 +94,35 @@ def evalharness_run(tmp_path_factory: pytest.TempPathFactory):
 # Collection
 # --------------------------------------------------------------------------------------------
 
+_ESCAPED = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\\\[]|(?<=:):|:$")
+"""What a test name escapes: control characters (XML 1.0 cannot hold most of them, and
+pytest writes a ``classname`` unescaped), lone surrogates, U+FFFE and U+FFFF, the backslash
+(so that an escape is never ambiguous), ``[`` (pytest reads a node id's parameters from the
+first one), and a colon after a colon or at the end (``::`` separates a node id's parts)."""
+
+
+def test_name(text: str) -> str:
+    r"""``text`` (a case id, a component or a gate) as a test name: each character of
+    :data:`_ESCAPED` written ``\xNN`` (``\uNNNN`` past U+00FF; a backslash ``\\``), so the
+    name is valid XML and its node id selects it.
+
+    >>> print(test_name("q001"), test_name("a::b"), test_name("q[1]"), test_name("end:"))
+    q001 a:\x3ab q\x5b1] end\x3a
+    >>> print(test_name("bell\x07, c:\\tmp"))
+    bell\x07, c:\\tmp
+    """
+    return _ESCAPED.sub(_escape, text)
+
+
+test_name.__test__ = False  # pytest must not collect it as a test where it is imported
+
+
+def _escape(m: re.Match) -> str:
+    char = m.group()
+    if char == "\\":
+        return "\\\\"
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
 
 class ScenarioFile(pytest.File):
     """A scenario file: a collector per case, and one for the gates."""
@@ -108,7 +144,8 @@ class ScenarioFile(pytest.File):
             names.append("end_to_end")
         session.scenarios[self.path.resolve()] = _Scenario(scenario)
         for case in scenario.cases:
-            yield CaseNode.from_parent(self, name=case.id, components=names)
+            yield CaseNode.from_parent(self, name=test_name(case.id), case=case.id,
+                                       components=names)
         gates = [*scenario.gates, *scenario.agreement_gates]
         if gates:
             yield GatesNode.from_parent(self, name="gates", gates=[g.name for g in gates])
@@ -126,13 +163,15 @@ class ScenarioProblem(Exception):
 class CaseNode(pytest.Collector):
     """One case: an item per component verdict."""
 
-    def __init__(self, *, components: list[str], **kwargs: Any) -> None:
+    def __init__(self, *, case: str, components: list[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.case = case
         self.components = components
 
     def collect(self) -> Iterator[pytest.Item]:
         for name in self.components:
-            yield VerdictItem.from_parent(self, name=name, case=self.name, component=name)
+            yield VerdictItem.from_parent(self, name=test_name(name), case=self.case,
+                                          component=name)
 
 
 class GatesNode(pytest.Collector):
@@ -144,7 +183,7 @@ class GatesNode(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         for gate in self.gates:
-            yield GateItem.from_parent(self, name=gate, gate=gate)
+            yield GateItem.from_parent(self, name=test_name(gate), gate=gate)
 
 
 class Failed(Exception):

@@ -20,6 +20,7 @@ from typing import Any, overload
 
 from pydantic import ValidationError
 
+from evalharness import jsonlimits
 from evalharness.errors import InputError
 from evalharness.models import CaseResult
 
@@ -48,7 +49,7 @@ def parse_line(raw: bytes, path: Path, lineno: int, share: _Strings | None = Non
         except ValidationError:
             pass  # parsed again below, for the error that says what is wrong
     try:
-        record = json.loads(raw)
+        record = jsonlimits.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         where = (f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
                  else str(exc))
@@ -90,7 +91,7 @@ def _is_json(raw: bytes) -> bool:
     (True, False)
     """
     try:
-        json.loads(raw)
+        jsonlimits.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False
     return True

@@ -25,6 +25,7 @@ from pathlib import Path
 import click
 import yaml
 
+from evalharness.context import not_a_file
 from evalharness.errors import EvalHarnessError, UsageError
 
 COMPONENTS = ("router", "text2sql", "retriever", "generator")
@@ -770,8 +771,9 @@ def render(choices: Choices, folder: Path) -> dict[str, str]:
 
 def check_database(path: Path) -> str | None:
     """Why ``path`` is not a readable SQLite database, or None."""
-    if not path.is_file():
-        return f"{path} does not exist" if not path.exists() else f"{path} is not a file"
+    problem = not_a_file(path)
+    if problem is not None:
+        return f"{path} {problem}"
     try:
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
                                                 uri=True)) as conn:
@@ -785,8 +787,9 @@ def check_corpus(path: Path) -> str | None:
     """Why ``path`` is not a corpus file (JSONL of chunks), or None."""
     from evalharness.context import load_corpus
 
-    if not path.is_file():
-        return f"{path} does not exist" if not path.exists() else f"{path} is not a file"
+    problem = not_a_file(path)
+    if problem is not None:
+        return f"{path} {problem}"
     try:
         load_corpus(path)
     except EvalHarnessError as exc:

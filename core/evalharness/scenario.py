@@ -26,7 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from evalharness.context import read_records
+from evalharness import jsonlimits
+from evalharness.context import file_hint, file_sha256, not_a_file, read_records
 from evalharness.errors import EvalHarnessError, ScenarioError
 from evalharness.importing import is_path, module_sources, path_sources
 from evalharness.judge.base import JudgeConfig
@@ -419,9 +420,15 @@ def load_scenario(
     run.
     """
     path = Path(path)
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem == "does not exist":
         raise ScenarioError(f"scenario file {str(path)!r} does not exist; give the path to a "
                             "YAML scenario, e.g. scenarios/shop.yaml")
+    if problem == "is a directory":
+        raise ScenarioError(f"scenario file {str(path)!r} is a directory; give the path to a "
+                            "YAML scenario, e.g. scenarios/shop.yaml")
+    if problem is not None:
+        raise ScenarioError(f"scenario file {str(path)!r} {problem}; {file_hint(problem)}")
     raw = path.read_bytes()
     try:
         data, lines = load_yaml_with_lines(raw.decode("utf-8"))
@@ -447,21 +454,29 @@ def load_scenario(
 
     def must_exist(loc: tuple, rel: str, what: str, folder_ok: bool = False) -> Path:
         p = resolve(rel)
-        if p.is_dir() and not folder_ok:
+        problem = not_a_file(p)
+        if problem is None or (folder_ok and problem == "is a directory"):
+            return p
+        if problem == "is a directory":
             raise problems.error(loc, f"{what} {rel!r} is a directory ({p}); give a file")
-        if not (p.is_file() or (folder_ok and p.is_dir())):
+        if problem == "does not exist":
             raise problems.error(loc, f"{what} {rel!r} does not exist (looked for {p}); paths "
                                  "are relative to the scenario file")
-        return p
+        raise problems.error(loc, f"{what} {rel!r} {problem} (looked at {p}); "
+                             f"{file_hint(problem)}")
 
     # Plugins first: evaluator names, component kinds and judge backends depend on them.
     plugin_files = [must_exist(("plugins", i), rel, "plugin file")
                     for i, rel in enumerate(spec.plugins)]
     for rel in extra_plugins:
         p = Path(rel).resolve()
-        if not p.is_file():
+        problem = not_a_file(p)
+        if problem == "does not exist":
             raise ScenarioError(f"--plugin {str(rel)!r}: file does not exist; give the path "
                                 "to a .py plugin file")
+        if problem is not None:
+            raise ScenarioError(f"--plugin {str(rel)!r} {problem}; give the path to a .py "
+                                "plugin file saved on disk")
         plugin_files.append(p)
     if host is None:
         host = load_plugins(plugin_files)
@@ -520,10 +535,16 @@ def load_scenario(
             db_build = must_exist(("database", "build"), spec.database.build, "database script")
         if spec.database.path:
             db_path = resolve(spec.database.path)
-            if not db_path.is_file() and db_build is None:
+            problem = not_a_file(db_path)
+            if problem == "does not exist" and db_build is None:
                 raise problems.error(("database", "path"), f"database {spec.database.path!r} "
                                      f"does not exist (looked for {db_path}); give an existing "
                                      "SQLite file, or a `build:` script to create it")
+            if problem not in (None, "does not exist"):
+                raise problems.error(("database", "path"), f"database {spec.database.path!r} "
+                                     f"{problem} (looked at {db_path}); "
+                                     "give a database file (or, with a `build:` script, a "
+                                     "path where it may be built)")
     if spec.corpus is not None:
         corpus_path = must_exist(("corpus",), spec.corpus, "corpus file")
 
@@ -851,7 +872,7 @@ def _digests(raw: bytes, path: Path, files: list[Path], database: Path | None
     and modification time: it may be large)."""
     out = {str(path): hashlib.sha256(raw).hexdigest()}
     for file in sorted(set(files)):
-        out[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()
+        out[str(file)] = file_sha256(file)
     if database is not None and database.is_file():
         stat = database.stat()
         out[str(database)] = hashlib.sha256(
@@ -906,12 +927,18 @@ def _recorded_traces(recorded: TracesSpec, path: Path, pipeline: Pipeline, cases
                                  f"formats: {NATIVE}, {', '.join(READERS)}")
         if isinstance(recorded.mapping, str) and (
                 recorded.mapping.endswith((".yaml", ".yml"))
-                or resolve(recorded.mapping).is_file()):
+                or not_a_file(resolve(recorded.mapping)) not in ("does not exist",
+                                                                 "is a directory")):
             mapping_file = resolve(recorded.mapping)
-            if not mapping_file.is_file():
+            problem = not_a_file(mapping_file)
+            if problem == "does not exist":
                 raise problems.error(("traces", "mapping"), f"mapping file "
                                      f"{recorded.mapping!r} does not exist (resolved to "
                                      f"{mapping_file})")
+            if problem is not None:
+                raise problems.error(("traces", "mapping"), f"mapping file "
+                                     f"{recorded.mapping!r} {problem} (resolved to "
+                                     f"{mapping_file}); {file_hint(problem)}")
         spec = mapping_spec(recorded.mapping, base=problems.path.parent,
                             source=problems.path, lines=problems.lines,
                             prefix=("traces", "mapping"))
@@ -947,8 +974,9 @@ def looks_native(path: Path) -> bool:
             if not raw.strip():
                 continue
             try:
-                first = json.loads(raw)
-            except ValueError:  # not JSON, or a huge line: ours start with `case_id` or `case`
+                first = jsonlimits.loads(raw)
+            except ValueError:  # not JSON, a huge line, too deep: ours start with `case_id`
+                # or `case` (the reader then says what is wrong with the line)
                 return bool(re.match(rb'\s*\{\s*"(schema_version"\s*:\s*"[^"]*"\s*,\s*")?'
                                      rb'(case_id|case)"', raw))
             return isinstance(first, dict) and ("case_id" in first or (

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evalharness import jsonlimits
+from evalharness.context import file_hint, not_a_file
 from evalharness.errors import InputError
 from evalharness.review import labels as L
 from evalharness.review.session import Review
@@ -212,7 +213,9 @@ def import_labels(review: Review, path: Path, reviewer: str | None,
                   warnings: list[str] | None = None) -> list[L.Label]:
     """Validate ``path`` and append its labels to the run's labels.jsonl (a torn last line
     there is moved aside first, and said in ``warnings``)."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such file; give the CSV or JSONL written by "
-                         "`evalharness review export` with its label column filled in")
+    problem = not_a_file(path)
+    if problem is not None:
+        hint = "" if problem == "does not exist" else f" ({file_hint(problem)})"
+        raise InputError(f"{path} {problem}; give the CSV or JSONL written by "
+                         f"`evalharness review export` with its label column filled in{hint}")
     return L.append(review.labels_path, parse(review, path, reviewer), warnings)

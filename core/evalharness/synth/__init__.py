@@ -105,12 +105,19 @@ def synthesize(*, n: int, seed: int = 0, corpus: dict[str, Chunk] | None = None,
                progress: Callable[[int], None] | None = None) -> SynthResult:
     """Write up to ``n`` cases (fewer when the data cannot give that many that pass the
     filters: the summary says how many and why). ``database``: a read-only connection;
-    ``judge``: checks that corpus answers are supported (skipped when ``None``);
-    ``skip_tables``: tables no question may touch (personal data, internal tables);
-    ``difficulties``: only seeds of these difficulties (1-4; all when empty)."""
+    ``corpus``: chunks, of which those with a blank text are left out (counted as
+    ``chunk_blank``) and the first :data:`~evalharness.synth.corpus.MAX_CHUNK_CHARS`
+    characters of each read; ``judge``: checks that corpus answers are supported (skipped
+    when ``None``); ``skip_tables``: tables no question may touch (personal data, internal
+    tables); ``difficulties``: only seeds of these difficulties (1-4; all when empty)."""
     writer = writer or OfflineWriter()
     rng = random.Random(seed)
     dropped: Counter[str] = Counter()
+    index = CorpusIndex(c for c in (corpus or {}).values() if c.text.strip())
+    chunks_total = len(corpus or {})
+    if chunks_total > len(index.chunks):
+        dropped["chunk_blank"] = chunks_total - len(index.chunks)
+    corpus = index.chunks  # what synth reads of each chunk (at most MAX_CHUNK_CHARS)
     pools: dict[str, dict[str, list[Seed]]] = {}
     schema = None
     forbidden: set[str] = set()
@@ -127,7 +134,6 @@ def synthesize(*, n: int, seed: int = 0, corpus: dict[str, Chunk] | None = None,
         forbidden = stems_of_values(_text_values(database, schema))
     if corpus:
         found = {}
-        index = CorpusIndex(corpus.values())
         by_shape = corpus_seeds(index, rng, forbidden, found)
         dropped.update(found)
         pools[UNANSWERABLE] = {"out_of_scope": by_shape.pop("out_of_scope", [])}
@@ -225,7 +231,7 @@ def synthesize(*, n: int, seed: int = 0, corpus: dict[str, Chunk] | None = None,
         if short == before and not any(cursor[k] < len(pools[k[0]][k[1]]) for k in open_keys):
             break
     cases = [c for key in quotas for c in accepted[key]]
-    summary = _summary(n, cases, dropped, filtered, schema, corpus, writer, seed)
+    summary = _summary(n, cases, dropped, filtered, schema, chunks_total, index, writer, seed)
     return SynthResult(cases, summary, rejected)
 
 
@@ -298,7 +304,8 @@ def _case(seed: Seed, written: Written, rng_seed: int, writer: Writer, sql_route
 
 
 def _summary(n: int, cases: list[Case], dropped: Counter, filtered: Counter, schema,
-             corpus: dict[str, Chunk] | None, writer: Writer, seed: int) -> dict[str, Any]:
+             chunks_total: int, index: CorpusIndex, writer: Writer, seed: int
+             ) -> dict[str, Any]:
     meta = [c.metadata["synth"] for c in cases]
     tables = Counter(t for m in meta for t in m.get("tables", []))
     chunks = {c for m in meta for c in m.get("chunks", [])}
@@ -312,7 +319,8 @@ def _summary(n: int, cases: list[Case], dropped: Counter, filtered: Counter, sch
         "by_shape": dict(sorted(Counter(m["shape"] for m in meta).items())),
         "by_difficulty": dict(sorted(Counter(m["difficulty"] for m in meta).items())),
         "tables": {t: tables.get(t, 0) for t in sorted(schema.tables)} if schema else {},
-        "chunks": {"covered": len(chunks), "total": len(corpus or {})},
+        "chunks": {"covered": len(chunks), "total": chunks_total, "cut": len(index.cut),
+                   "max_chars": index.max_chars},
     }
 
 

@@ -37,6 +37,36 @@ def _open_database(path: Path, stack: contextlib.ExitStack) -> sqlite3.Connectio
     return conn
 
 
+def _check_files(**given: Path | None) -> None:
+    """Refuse, naming it, an option's path that is not a regular file: a named pipe would
+    block the read, a device like /dev/zero never end (the option's own check only asks that
+    the path exists)."""
+    from evalharness.context import file_hint, not_a_file
+
+    for option, path in given.items():
+        problem = not_a_file(path) if path is not None else None
+        if problem is not None:
+            raise UsageError(f"--{option} {str(path)!r} {problem}; {file_hint(problem)}")
+
+
+def _nothing_to_ask(chunks: dict) -> str | None:
+    """Why a corpus gives no question at all (the file is empty, every text is blank), or
+    ``None``.
+
+    >>> from evalharness.context import Chunk
+    >>> _nothing_to_ask({}), _nothing_to_ask({"a": Chunk(id="a", text=" ")})
+    ('the file is empty (not one chunk in it)', 'its 1 chunk has a blank `text`')
+    >>> _nothing_to_ask({"a": Chunk(id="a", text="Wool."), "b": Chunk(id="b", text="")})
+    """
+    if not chunks:
+        return "the file is empty (not one chunk in it)"
+    if all(not c.text.strip() for c in chunks.values()):
+        n = len(chunks)
+        return (f"its {n} chunk has a blank `text`" if n == 1 else
+                f"all {n} chunks have a blank `text`")
+    return None
+
+
 def _preview(cases, console: Console, k: int, seed: int) -> None:
     shown = random.Random(seed).sample(cases, min(k, len(cases)))
     table = Table(title=f"{len(shown)} of {len(cases)} synthetic cases (a seeded sample)",
@@ -71,6 +101,9 @@ def _print_summary(summary: dict, console: Console) -> None:
     chunks = summary.get("chunks") or {}
     if chunks.get("total"):
         table.add_row("chunks used", f"{chunks['covered']} of {chunks['total']}")
+    if chunks.get("cut"):
+        table.add_row("chunks cut", f"{chunks['cut']} longer than {chunks['max_chars']:,} "
+                      "characters: only their first part was read")
     console.print(table)
 
 
@@ -136,6 +169,7 @@ def synth(scenario_path: Path | None, out: Path | None, n: int, seed: int,
     if out is None and not preview:
         raise UsageError("give --out FILE to write the cases, or --preview to look at a "
                          "sample first")
+    _check_files(corpus=corpus, database=database)
     if out is not None and out.exists() and not append:
         raise UsageError(f"--out {str(out)!r} already exists; pass --append to add to it, "
                          "or choose another file")
@@ -169,6 +203,16 @@ def synth(scenario_path: Path | None, out: Path | None, n: int, seed: int,
         corpus_source = corpus or (scenario.corpus_path if scenario is not None else None)
         if corpus_source is not None:
             chunks = load_corpus(corpus_source)
+            named = (f"--corpus {str(corpus_source)!r}" if corpus is not None else
+                     f"{scenario_path}, field `corpus`: {str(corpus_source)!r}")
+            problem = _nothing_to_ask(chunks)
+            if problem and conn is None:
+                raise UsageError(f"{named}: {problem}; synth writes questions from the "
+                                 "chunks' text (a JSONL file, one chunk a line: "
+                                 '{"id": "b001", "text": "..."})')
+            if problem:
+                err.print(f"[yellow]{escape(named)}: {escape(problem)}; the cases come from "
+                          "the database alone[/]")
         if conn is None and not chunks:
             raise UsageError(f"{scenario_path}: the scenario names no database and no corpus; "
                              "synth needs at least one (or give --corpus / --database)")

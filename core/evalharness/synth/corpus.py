@@ -13,6 +13,10 @@
 A chunk's *topic* is its title (a title that is a question is asked as it is) or, without a
 title, its most distinctive words. A term is distinctive by inverse document frequency over
 the corpus's content stems (:func:`evalharness.judge.heuristic.content_stems`).
+
+Of each chunk, the first :data:`MAX_CHUNK_CHARS` characters are read (:func:`head`), so a
+chunk's cost is bounded whatever its length; the rest of a longer chunk is only searched,
+once, for the words gold depends on the corpus *not* saying.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from __future__ import annotations
 import math
 import random
 import re
+import sys
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from functools import cache
 
 from evalharness.context import Chunk
 from evalharness.judge.heuristic import content_stems, stem, tokens
@@ -52,6 +59,52 @@ make your clothes last longer" reads as "... about how to make your clothes last
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 
 
+MAX_CHUNK_CHARS = 20_000
+"""Characters of a chunk's text (and title) that synth reads: sentences, topic words, and
+the context an answer is checked against come from the first this many, cut after the last
+sentence that ends within them. One chunk of 28 MB took 200 s and 2.6 GB; past the cap a
+chunk costs what a chunk of the cap costs. What a chunk says further on still counts where
+the gold depends on what the corpus does *not* say: an unanswerable topic, or a multi-hop
+term that exactly two chunks mention (:meth:`CorpusIndex.past_cap`)."""
+
+_END = re.compile(r"[.!?](?=\s)")
+
+
+def head(text: str, cap: int | None = None) -> str:
+    """The part of ``text`` synth reads: all of it up to ``cap`` characters (default
+    :data:`MAX_CHUNK_CHARS`), else its first ``cap`` characters up to the last sentence end
+    among them (else the last space; else all ``cap``).
+
+    >>> head("One. Two three. Four", 12), head("One two three", 9), head("short", 12)
+    ('One.', 'One two', 'short')
+    """
+    cap = MAX_CHUNK_CHARS if cap is None else cap
+    if len(text) <= cap:
+        return text
+    last = None
+    for last in _END.finditer(text, 0, cap + 1):  # noqa: B007 - the last match is wanted
+        pass
+    if last is not None:
+        return text[:last.end()]
+    return text[:cap].rsplit(None, 1)[0] if text[:cap].strip() else text[:cap]
+
+
+@cache
+def _combining() -> dict[int, None]:
+    """Every combining character, to delete with ``str.translate`` (built once)."""
+    return {c: None for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c))}
+
+
+def folded(text: str) -> str:
+    """``text`` lowercased and without accents, as :func:`evalharness.judge.heuristic.fold`
+    does per word, but for a whole text at C speed.
+
+    >>> folded("Pelé's CAFÉ")
+    "pele's cafe"
+    """
+    return unicodedata.normalize("NFKD", text.lower()).translate(_combining())
+
+
 def sentences(text: str) -> list[str]:
     """The text's sentences exactly as written (a reference answer quotes its chunk, so no
     character is normalised): split after ``.``, ``!`` or ``?`` before a capital or digit."""
@@ -66,10 +119,25 @@ quoted alone in a reference answer, they lose what they refer to."""
 
 
 class CorpusIndex:
-    """Document frequencies of content stems, and per chunk its sentences and stems."""
+    """Document frequencies of content stems, and per chunk its sentences and stems, over
+    what synth reads of each chunk (:func:`head`): ``chunks`` holds those parts, ``cut`` the
+    ids of the chunks that are longer."""
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
-        self.chunks = {c.id: c for c in chunks}
+        self.max_chars = MAX_CHUNK_CHARS
+        self.chunks: dict[str, Chunk] = {}
+        self.cut: list[str] = []
+        self._tails: dict[str, str] = {}
+        for c in chunks:
+            text = head(c.text, self.max_chars)
+            title = head(c.title, self.max_chars) if c.title else c.title
+            if len(text) < len(c.text) or (title and len(title) < len(c.title)):
+                self.cut.append(c.id)
+                self._tails[c.id] = folded(f"{c.title[len(title):] if c.title else ''} "
+                                           f"{c.text[len(text):]}")
+                c = c.model_copy(update={"text": text, "title": title})
+            self.chunks[c.id] = c
+        self.cut.sort()
         self.stems = {cid: set(content_stems(f"{c.title or ''} {c.text}"))
                       for cid, c in self.chunks.items()}
         self.df = Counter(s for stems in self.stems.values() for s in stems)
@@ -78,6 +146,26 @@ class CorpusIndex:
         for c in self.chunks.values():
             for token in tokens(c.text):
                 self.surface.setdefault(stem(token), token)
+
+    def past_cap(self, terms: Iterable[str]) -> dict[str, set[str]]:
+        """Chunk id -> which of ``terms`` (stems or phrases, compared :func:`folded`) begin a
+        word in the part of that chunk past the cap. A stem is a prefix of every word it
+        stems, so a mention is never missed; a longer word with the same start counts too (it
+        errs towards "the corpus says it"). One pass over each cut chunk's rest."""
+        if not self._tails:
+            return {}
+        keys = {t: folded(t) for t in terms if t}
+        wanted = sorted(set(keys.values()) - {""}, key=len, reverse=True)
+        if not wanted:
+            return {}
+        pattern = re.compile(r"(?<![^\W\d_])(?:" + "|".join(map(re.escape, wanted)) + ")")
+        out = {}
+        for cid, tail in self._tails.items():
+            starts = set(pattern.findall(tail))
+            found = {t for t, k in keys.items() if k and any(m.startswith(k) for m in starts)}
+            if found:
+                out[cid] = found
+        return out
 
     def idf(self, s: str) -> float:
         return math.log((self.n + 1) / (self.df.get(s, 0) + 1)) + 1.0
@@ -154,18 +242,25 @@ def corpus_seeds(index: CorpusIndex, rng: random.Random, forbidden: set[str],
     texts = {cid: " ".join([c.title or "", c.text, *_tags(c)]).lower()
              for cid, c in index.chunks.items()}
     all_tags = sorted({tag for cid in ids for tag in _tags(index.chunks[cid])})
+    later = index.past_cap(all_tags)  # mentions past a chunk's cap
     for tag in all_tags:
         stems = content_stems(tag)
         pattern = re.compile(rf"(?<!\w){re.escape(tag.lower())}(?!\w)")
-        having = [cid for cid in ids if pattern.search(texts[cid])]
+        having = [cid for cid in ids if pattern.search(texts[cid])
+                  or tag in later.get(cid, ())]
         if len(having) == 2 and stems:
             pairs.setdefault((having[0], having[1]), (tag, stems[-1]))
     if not all_tags:
+        found: list[tuple[str, str, str]] = []
         for cid in ids:
             for s in content_stems(index.chunks[cid].title or ""):
                 if index.df.get(s) == 2 and len(s) >= 5:
                     a, b = sorted(c for c in ids if s in index.stems[c])
-                    pairs.setdefault((a, b), (index.surface.get(s, s), s))
+                    found.append((a, b, s))
+        later = index.past_cap(s for _, _, s in found)
+        for a, b, s in found:  # a third chunk that mentions it past its cap: not two
+            if not any(s in terms for cid, terms in later.items() if cid not in (a, b)):
+                pairs.setdefault((a, b), (index.surface.get(s, s), s))
     for (a, b), (term, s) in sorted(pairs.items()):
         sa, sb = index.best_sentences(a, 1, term=s), index.best_sentences(b, 1, term=s)
         if not sa or not sb:
@@ -196,8 +291,10 @@ def corpus_seeds(index: CorpusIndex, rng: random.Random, forbidden: set[str],
                 chunks=[a, b], sentences=[sa[0], sb[0]]))
 
     # out of scope, and which-of (a real topic offered beside one)
+    later = set().union(*index.past_cap(s for t in OUT_OF_SCOPE_TOPICS
+                                        for s in content_stems(t)).values())
     usable = [t for t in OUT_OF_SCOPE_TOPICS
-              if not (set(content_stems(t)) & (set(index.df) | forbidden))]
+              if not (set(content_stems(t)) & (set(index.df) | forbidden | later))]
     rejected["out_of_scope_topic_in_data"] = len(OUT_OF_SCOPE_TOPICS) - len(usable)
     for topic in usable:
         out.setdefault("out_of_scope", []).append(Seed(

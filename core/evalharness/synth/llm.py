@@ -19,6 +19,7 @@ from typing import Any
 
 from evalharness.errors import UsageError
 from evalharness.judge.tasks import SYNTH_CASE, SynthCaseInput
+from evalharness.synth.corpus import head
 from evalharness.synth.seeds import UNANSWERABLE, Seed
 from evalharness.synth.writers import OfflineWriter, Written, fmt
 
@@ -28,7 +29,8 @@ STYLES = ("short and casual", "polite and complete", "a few keywords", "chatty")
 
 
 def material(seed: Seed, corpus) -> str:
-    """What the model may draw on for ``seed``."""
+    """What the model may draw on for ``seed``: of a chunk, what synth reads of it
+    (:func:`evalharness.synth.corpus.head`), as the gold's sentences come from there."""
     parts: list[str] = []
     if seed.sql is not None:
         rows = "\n".join(" | ".join(fmt(v) for v in row) for row in seed.rows or [])
@@ -37,7 +39,8 @@ def material(seed: Seed, corpus) -> str:
     for cid in seed.chunks:
         chunk = corpus[cid] if corpus and cid in corpus else None
         if chunk is not None:
-            parts.append(f"Document {cid}: {chunk.title or ''}\n{chunk.text}".strip())
+            parts.append(f"Document {cid}: {head(chunk.title or '')}\n{head(chunk.text)}"
+                         .strip())
     if seed.source == UNANSWERABLE:
         parts.append(f"Topic that nothing in the data covers: {seed.facts['topic']}")
     return "\n\n".join(parts)
