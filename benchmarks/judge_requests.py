@@ -18,11 +18,17 @@ response, and compared with its floor:
 its judgments, which the judged metrics make one after the other: claims then their
 verification; questions then their embeddings; one chunk-usefulness request.)
 
+Beside each cold run, the same number of requests is sent at the same concurrency by a bare
+client — raw HTTP/1.1 on asyncio, no work of its own, no dependencies between requests — and
+timed the same way (column ``stub``: its phase over its floor, ``requests × latency / C``):
+what the fake server and this machine allow in the same run, so a ratio near it is the
+server's, not the judge client's.
+
     python benchmarks/judge_requests.py                      # N=100, 200 ms, C = 8, 32, 64
     python benchmarks/judge_requests.py --concurrency 16 --heuristic-server
 
-Target (issue 10): judge phase ≤ 1.25 × floor at C = 8, 32 and 64; requests per case for the
-three metrics ≤ 4.5.
+Target (issues 10 and 25): judge phase ≤ 1.25 × floor at C = 8, 32 and 64; requests per case
+for the three metrics ≤ 4.5.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOP = ROOT / "scenarios" / "shop"
@@ -54,6 +61,38 @@ def start_server(latency_ms: float, canned: bool) -> tuple[subprocess.Popen, str
 def stats(base_url: str, reset: bool = False) -> dict:
     with urllib.request.urlopen(f"{base_url}/stats{'?reset=1' if reset else ''}") as response:
         return json.load(response)
+
+
+def bare_phase(base_url: str, requests: int, concurrency: int) -> float:
+    """The phase, timed at the server, of ``requests`` chat requests sent over ``concurrency``
+    keep-alive connections by a client that does nothing else (raw HTTP/1.1 on asyncio)."""
+    parts = urlsplit(base_url)
+    body = json.dumps({"model": "bare", "messages": [{"role": "user", "content": "{}"}],
+                       "response_format": {"type": "json_schema",
+                                           "json_schema": {"name": "claims", "schema": {}}}})
+    request = (f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+               f"{body}").encode()
+    left = [requests]
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        while left[0] > 0:
+            left[0] -= 1
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            await reader.readexactly(length)
+        writer.close()
+
+    async def send_all() -> None:
+        await asyncio.gather(*(connection() for _ in range(concurrency)))
+
+    stats(base_url, reset=True)
+    asyncio.run(send_all())
+    after = stats(base_url)
+    return after["last_response_at"] - after["first_request_at"]
 
 
 def build_inputs(folder: Path, n: int) -> None:
@@ -159,8 +198,10 @@ def main() -> None:
                     sent = {k: after["counts"].get(k, 0) for k in ("chat", "embeddings")}
                     phase = ((after["last_response_at"] - after["first_request_at"])
                              if after["first_request_at"] else 0.0)
+                    total = sent["chat"] + sent["embeddings"]
+                    bare = bare_phase(base_url, total, c) if label == "cold" and total else None
                     rows.append((c, label, wall, phase, report, sent, after["max_in_flight"],
-                                 longest_chain(results)))
+                                 longest_chain(results), bare))
     finally:
         proc.terminate()
         proc.wait()
@@ -169,15 +210,16 @@ def main() -> None:
     print(f"judged metrics over {args.cases} shop cases; fake server: {args.latency_ms:.0f} ms "
           f"per request, {mode}\n")
     print(f"{'C':>3s} {'run':5s} {'requests':>8s} {'req/case':>8s} {'reported':>8s} "
-          f"{'chain':>5s} {'phase s':>8s} {'floor s':>8s} {'phase/floor':>11s} "
+          f"{'chain':>5s} {'phase s':>8s} {'floor s':>8s} {'phase/floor':>11s} {'stub':>5s} "
           f"{'peak':>5s} {'wall s':>7s}")
-    for c, label, wall, phase, report, sent, peak, chain in rows:
+    for c, label, wall, phase, report, sent, peak, chain, bare in rows:
         total = sent["chat"] + sent["embeddings"]
         reported = report["judge"]["usage"]["requests"] if report["judge"].get("usage") else 0
         floor = max(total * latency / c, chain * latency) if total else 0.0
         ratio = f"{phase / floor:11.2f}" if floor else f"{'—':>11s}"
+        stub = f"{bare / (total * latency / c):5.2f}" if bare else f"{'—':>5s}"
         print(f"{c:3d} {label:5s} {total:8d} {total / args.cases:8.2f} {reported:8d} "
-              f"{chain:5d} {phase:8.2f} {floor:8.2f} {ratio} "
+              f"{chain:5d} {phase:8.2f} {floor:8.2f} {ratio} {stub} "
               f"{sum(peak.values()):5d} {wall:7.2f}")
     first = next(r for r in rows if r[1] == "cold")
     print("\nper metric, first cold run: requests per case, judgments per case (a judgment "
@@ -193,7 +235,9 @@ def main() -> None:
                       f"{usage['judgments'] / args.cases:6.2f} {usage['errors']:6d}")
     print(f"   {'all judged metrics':38s} {first[5]['chat'] / args.cases + first[5]['embeddings'] / args.cases:6.2f} "
           f"{judgments / args.cases:6.2f}")
-    print("\ntarget: phase/floor <= 1.25 at every C; requests per case <= 4.5; "
+    print("\nstub: a bare client's phase over its floor, the same requests at the same C in "
+          "the same run (what the fake\nserver and this machine allow)")
+    print("target: phase/floor <= 1.25 at every C; requests per case <= 4.5; "
           "reported == requests; the rerun sends 0")
 
 

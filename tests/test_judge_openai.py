@@ -101,6 +101,23 @@ def test_embeddings(server, tmp_path):
     assert sims[1] > sims[2]
 
 
+def test_embeddings_in_base64_as_openai_sends_them(server, tmp_path):
+    """The client asks for base64 (as the openai SDK does, a quarter of the bytes) and reads
+    either that or JSON numbers: the same vectors, to float32 precision."""
+    from evalharness.judge.heuristic import embed_texts
+
+    texts = ["navy coat", "navy wool coat", "washing linen"]
+    server.base64 = True
+    judge = judge_for(server, tmp_path, cache_mode="off")
+    (packed,) = judge.embed_many([texts])
+    server.base64 = False
+    (numbers,) = judge.embed_many([texts])
+    judge.close()
+    assert packed.error is None and numbers.error is None
+    np.testing.assert_allclose(packed.vectors, embed_texts(texts), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(packed.vectors, numbers.vectors, rtol=1e-6, atol=1e-7)
+
+
 def test_cache_makes_a_rerun_free(server, tmp_path):
     judge = judge_for(server, tmp_path)
     inputs = [ClaimSupportInput(context="The coat costs 129 euros.", claims=["It costs 129."])]
@@ -214,7 +231,9 @@ def test_server_down_every_case_records_an_error(tmp_path):
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     metrics = report["components"]["generator"]["metrics"]
     assert metrics["faithfulness"]["errors"] == 2 and metrics["faithfulness"]["mean"] is None
-    assert "APIConnectionError" in next(iter(metrics["faithfulness"]["error_reasons"]))
+    reason = next(iter(metrics["faithfulness"]["error_reasons"]))
+    assert f"APIConnectionError: could not connect to {url}/chat/completions" in reason
+    assert SECRET not in (tmp_path / "o" / "report.json").read_text()
     assert metrics["numeric_consistency"]["n"] == 2, "unjudged metrics are unaffected"
     assert report["judge"]["usage"]["errors"] >= 2
 

@@ -104,8 +104,8 @@ class JudgeConfig(BaseModel):
 
     concurrency: int = Field(default=16, ge=1, le=512, strict=True)
     """Chat requests in flight at once. The judge phase takes about (requests × latency) ÷
-    this, down to the longest chain of one case (benchmarks/judge_requests.py: 8.2 s at 8,
-    2.2 s at 32, 1.2 s at 64 for 100 cases at 200 ms a request). The default, 16, halves the
+    this, down to the longest chain of one case (benchmarks/judge_requests.py: 8.1 s at 8,
+    2.1 s at 32, 1.1–1.2 s at 64 for 100 cases at 200 ms a request). The default, 16, halves the
     time of 8 and keeps a tier-1 OpenAI account (500 requests a minute) under its limit at
     two seconds a judgment; raise it for a local server (vLLM, llama.cpp) that serves more
     at once."""
@@ -115,7 +115,10 @@ class JudgeConfig(BaseModel):
     embeddings never wait behind chat calls."""
 
     timeout_s: float = Field(default=60.0, gt=0)
-    """Timeout of one request, in seconds."""
+    """Deadline of one request, in seconds: connecting, sending and reading the whole answer
+    (an endpoint that trickles its answer byte by byte is stopped there, not reset by every
+    byte). A request past it is retried like a timeout; then the judgment's error names the
+    deadline and the endpoint."""
 
     max_retries: int = Field(default=4, ge=0, le=20)
     """Retries after a 429, a 5xx, a timeout, a connection error or an answer that is not the

@@ -1,31 +1,32 @@
-"""The ``openai`` judge backend: any OpenAI-compatible endpoint through the openai SDK.
+"""The ``openai`` judge backend: any OpenAI-compatible endpoint, over the openai SDK's HTTP
+library.
 
 Structured outputs (``response_format: json_schema``) from the task's pydantic schema, falling
-back to JSON mode for servers that lack them; timeouts; retries with exponential backoff on
-429, 5xx, timeouts, connection errors and HTTP answers that are not the expected JSON (a
-proxy's HTML page, an empty body); one re-ask on an unparsable answer, then an error that
-keeps the raw text. The API key is read from the environment variable the scenario names
-(``OPENAI_API_KEY`` by default), is never written anywhere, and is redacted from every error
-text; :attr:`Judge.warnings` says when it goes somewhere surprising.
+back to JSON mode for servers that lack them; a deadline of ``timeout_s`` for each whole
+request and a byte cap on each answer (:mod:`evalharness.judge.endpoint`); retries with
+exponential backoff on 429, 5xx, deadlines, connection errors and HTTP answers that are not
+the expected JSON (a proxy's HTML page, an empty body); one re-ask on an unparsable answer,
+then an error that keeps the raw text. Errors name the endpoint's URL. The API key is read
+from the environment variable the scenario names (``OPENAI_API_KEY`` by default), is never
+written anywhere, and is redacted from every error text; :attr:`Judge.warnings` says when it
+goes somewhere surprising.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import ipaddress
-import itertools
 import json
 import os
-import sys
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
-import openai
 from pydantic import BaseModel, ValidationError
 
 from evalharness.judge.base import Embeddings, Judge, JudgeConfig, Judgment
+from evalharness.judge.endpoint import Answer, Endpoint, EndpointError
 from evalharness.judge.tasks import JudgmentTask
 from evalharness.redaction import add_secret, redact
 
@@ -34,14 +35,36 @@ class OddResponse(Exception):
     """The endpoint answered, but not with the JSON expected (a proxy's page, an empty body,
     JSON of another shape): a transient failure of that request, retried like a 5xx."""
 
+    def __init__(self, message: str, raw: Answer | None = None) -> None:
+        """``message``, about the answer ``raw`` (whose URL error texts name)."""
+        super().__init__(message)
+        self.where = raw.where if raw is not None else None
+        self.setting = raw.setting if raw is not None else "judge.base_url"
 
-RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-             openai.APIConnectionError, OddResponse)
+
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 LOCAL_PLACEHOLDER_KEY = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore the key
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 OPENAI_HOST = "api.openai.com"
 OPENAI_URL = f"https://{OPENAI_HOST}/v1"
+
+MAX_RESPONSE_BYTES = 10_000_000
+"""Default cap on one answer's body (``options.max_response_bytes``). A judge's chat
+completion is a few kB, and even 100,000 tokens of text are about 0.5 MB; 10 MB leaves twenty
+times that, while a runaway answer (600 MB took 3.5 GB to read and parse) stops at 10 MB."""
+
+EMBEDDING_BYTES_PER_TEXT = 131_072
+"""What an embeddings answer may take per text on top of ``max_response_bytes``: a vector of
+4,096 dimensions written as JSON numbers (about 24 bytes each), or 3,072 pretty-printed. The
+client asks for base64 (5.4 bytes a dimension), as the openai SDK does; servers that ignore
+that answer in JSON numbers. With the default batch of 256 texts: 43.6 MB."""
+
+OPTIONS = {"json_mode_only": "ask in JSON mode from the start (servers without structured "
+                             "outputs)",
+           "max_response_bytes": f"the most bytes of one answer (default {MAX_RESPONSE_BYTES:,}"
+                                 f"; an embeddings answer {EMBEDDING_BYTES_PER_TEXT:,} more per "
+                                 "text)"}
+"""The backend's ``judge.options``, and what each does."""
 
 
 class OpenAIJudge(Judge):
@@ -52,29 +75,47 @@ class OpenAIJudge(Judge):
 
     def __init__(self, config: JudgeConfig) -> None:
         super().__init__(config)
-        if not config.model:
-            from evalharness.errors import ScenarioError
+        from evalharness.errors import ScenarioError
 
+        if not config.model:
             raise ScenarioError("the openai judge needs `judge.model` (e.g. gpt-4.1-mini, or the "
                                 "model name your vLLM/Ollama server serves)")
         key = os.environ.get(config.api_key_env)
         if key is None and config.base_url is None:
-            from evalharness.errors import ScenarioError
-
             raise ScenarioError(f"the openai judge needs an API key in ${config.api_key_env} "
                                 "(or `judge.base_url` for a local server that needs none)")
+        problem = options_problem(config.options)
+        if problem:
+            raise ScenarioError(problem)
         self._key = key or LOCAL_PLACEHOLDER_KEY
         add_secret(key)
-        self._clients: dict[str, list[openai.AsyncOpenAI]] = {}
-        self._turns: dict[str, Iterator[openai.AsyncOpenAI]] = {}
         self._json_mode_only = bool(config.options.get("json_mode_only", False))
+        self.max_response_bytes = int(config.options.get("max_response_bytes",
+                                                         MAX_RESPONSE_BYTES))
+        """The cap on one chat answer's body; an embeddings answer may take
+        :data:`EMBEDDING_BYTES_PER_TEXT` more per text."""
         if key:
             for text in key_warnings(config.api_key_env, self._urls()):
                 self.warn(text)
-        # Made now, not at the first request: each client costs tens of milliseconds (its TLS
-        # set-up), which would otherwise hold up the first requests of the run.
-        for url in dict.fromkeys([config.base_url, config.embedding_base_url or config.base_url]):
-            self._client(url)
+        self._endpoints: tuple[Endpoint, Endpoint] | None = None
+        self._connect()  # now, not at the first request, which it would hold up (TLS set-up)
+
+    def _connect(self) -> tuple[Endpoint, Endpoint]:
+        """The chat and the embeddings endpoint (the same one when their URLs are), made
+        afresh after :meth:`close`."""
+        if self._endpoints is None:
+            config = self.config
+            chat, embeddings = self._urls()[0], self._urls()[-1]
+            setting = "judge.base_url" if config.base_url else \
+                "judge.base_url (or $OPENAI_BASE_URL)"
+            first = Endpoint(chat, self._key, timeout_s=config.timeout_s,
+                             concurrency=config.concurrency, setting=setting)
+            second = first if embeddings == chat else Endpoint(
+                embeddings, self._key, timeout_s=config.timeout_s,
+                concurrency=config.embedding_concurrency or config.concurrency,
+                setting="judge.embedding_base_url")
+            self._endpoints = (first, second)
+        return self._endpoints
 
     def _urls(self) -> list[str]:
         """Where requests go: the chat endpoint, then the embeddings one if it differs."""
@@ -86,28 +127,14 @@ class OpenAIJudge(Judge):
     def embedding_model(self) -> str | None:
         return self.config.embedding_model or DEFAULT_EMBEDDING_MODEL
 
-    def _client(self, base_url: str | None) -> openai.AsyncOpenAI:
-        """A client for ``base_url``, taking turns among ⌈concurrency / 16⌉ of them: each
-        keeps its own connection pool, and the HTTP library scans its whole pool on every
-        request, so one pool of 64 connections cost a third more time per request than four
-        of 16."""
-        name = base_url or ""
-        if name not in self._clients:
-            # Retries are ours (with accounting), so the SDK's own are off.
-            self._clients[name] = [openai.AsyncOpenAI(
-                api_key=self._key, base_url=base_url, timeout=self.config.timeout_s,
-                max_retries=0) for _ in range(max(1, -(-self.config.concurrency // 16)))]
-            self._turns[name] = itertools.cycle(self._clients[name])
-        return next(self._turns[name])
-
     def close(self) -> None:
-        """Close the HTTP clients on the private loop, then stop it (a client collected after
-        its loop closed complains on stderr)."""
-        clients = [c for group in self._clients.values() for c in group]
-        self._clients, self._turns = {}, {}
-        if clients and self._loop is not None:
+        """Close the connection pools on the private loop, then stop it (a client collected
+        after its loop closed complains on stderr); they are made afresh if used again."""
+        endpoints = list(dict.fromkeys(self._endpoints or ()))
+        self._endpoints = None
+        if endpoints and self._loop is not None:
             async def close_all() -> None:
-                await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+                await asyncio.gather(*(e.aclose() for e in endpoints), return_exceptions=True)
 
             self._submit(close_all())
         super().close()
@@ -140,23 +167,16 @@ class OpenAIJudge(Judge):
     async def _ask(self, task: JudgmentTask, messages: list[dict], tally: _Tally
                    ) -> tuple[str | None, str | None]:
         """One chat completion with retries; ``(text, None)`` or ``(None, error)``."""
-        client = self._client(self.config.base_url)
+        endpoint = self._connect()[0]
         structured = {"type": "json_schema", "json_schema": {
             "name": task.id, "schema": task.schema(), "strict": False}}
 
         async def call(response_format: dict) -> tuple[str | None, int, int]:
             body = {"model": self.model, "messages": messages,
                     "temperature": self.config.temperature, "response_format": response_format}
-            if _RESPONSE is not None:
-                # The SDK's documented call for a raw request (`client.post(path, body=...,
-                # cast_to=httpx.Response)`): the same client, authentication, timeouts and
-                # error classes as `chat.completions.create`, without the per-call conversion
-                # of the parameters and of the answer into models, which cost half the
-                # client's time per request at a judge concurrency of 64.
-                raw = await client.post("/chat/completions", body=body, cast_to=_RESPONSE)
-                return _chat_answer_json(raw)
-            raw = await client.chat.completions.with_raw_response.create(**body)
-            return _chat_answer(raw)
+            answer = await endpoint.post("chat/completions", body, self.max_response_bytes,
+                                         "options.max_response_bytes")
+            return _chat_answer(answer)
 
         try:
             if self._json_mode_only:
@@ -165,12 +185,14 @@ class OpenAIJudge(Judge):
             else:
                 try:
                     text, prompt, completion = await self._retrying(call, structured, tally)
-                except (openai.BadRequestError, openai.UnprocessableEntityError):
+                except EndpointError as exc:
+                    if exc.status not in (400, 422):
+                        raise
                     # The server lacks structured outputs: JSON mode from now on.
                     self._json_mode_only = True
                     text, prompt, completion = await self._retrying(
                         call, {"type": "json_object"}, tally)
-        except (openai.OpenAIError, OddResponse) as exc:
+        except (EndpointError, OddResponse) as exc:
             return None, _describe(exc)
         tally.prompt += prompt
         tally.completion += completion
@@ -179,15 +201,17 @@ class OpenAIJudge(Judge):
         return text, None
 
     async def _retrying(self, call, argument, tally: _Tally):
+        """``call(argument)``, again after a retryable failure, up to ``max_retries`` times
+        with backoff; every attempt the endpoint received counts in ``tally.requests``."""
         attempt = 0
         while True:
             tally.requests += 1
             try:
                 return await call(argument)
-            except RETRYABLE as exc:
-                if _never_sent(exc):  # refused before a byte went out: no request was made
+            except (EndpointError, OddResponse) as exc:
+                if getattr(exc, "never_sent", False):  # refused before a byte went out
                     tally.requests -= 1
-                if attempt >= self.config.max_retries:
+                if not getattr(exc, "retryable", True) or attempt >= self.config.max_retries:
                     raise
                 await asyncio.sleep(_backoff(attempt, exc))
                 attempt += 1
@@ -196,17 +220,19 @@ class OpenAIJudge(Judge):
 
     async def embed(self, texts: list[str]) -> Embeddings:
         tally = _Tally()
-        client = self._client(self.config.embedding_base_url or self.config.base_url)
+        endpoint = self._connect()[1]
+        cap = self.max_response_bytes + EMBEDDING_BYTES_PER_TEXT * len(texts)
+        says = (f"options.max_response_bytes + {EMBEDDING_BYTES_PER_TEXT:,} bytes per text, "
+                f"for {len(texts)} text{'s' if len(texts) != 1 else ''}")
+        body = {"model": self.embedding_model, "input": texts, "encoding_format": "base64"}
 
         async def call(_: Any) -> tuple[list, int]:
-            raw = await client.embeddings.with_raw_response.create(
-                model=self.embedding_model, input=texts)
-            return _embeddings_answer(raw)
+            return _embeddings_answer(await endpoint.post("embeddings", body, cap, says))
 
         base = {"backend": self.backend, "model": self.embedding_model}
         try:
             rows, tokens = await self._retrying(call, None, tally)
-        except (openai.OpenAIError, OddResponse) as exc:
+        except (EndpointError, OddResponse) as exc:
             return Embeddings(None, error=_describe(exc), requests=tally.requests, **base)
         lengths = sorted({len(r) for r in rows})
         if len(lengths) > 1:
@@ -225,45 +251,62 @@ class OpenAIJudge(Judge):
 
 
 class _Tally:
+    """What one judgment's requests cost: requests the endpoint received, tokens."""
+
     def __init__(self) -> None:
         self.requests = 0
         self.prompt = 0
         self.completion = 0
 
 
-def _httpx_response() -> type | None:
-    """The ``Response`` class of the HTTP library the openai SDK is built on (``httpx``, or its
-    successor), for :meth:`openai.AsyncOpenAI.post`'s ``cast_to``; ``None`` if not found."""
-    for klass in getattr(openai, "DefaultAsyncHttpxClient", object).__mro__[1:]:
-        if klass.__name__ == "AsyncClient":
-            module = sys.modules.get(klass.__module__.partition(".")[0])
-            return getattr(module, "Response", None)
+def options_problem(options: dict[str, Any]) -> str | None:
+    """What is wrong with the backend's ``judge.options``, or ``None``.
+
+    >>> options_problem({"json_mode_only": True, "max_response_bytes": 1_000_000}) is None
+    True
+    >>> options_problem({"max_response_bytes": 0})
+    'judge.options.max_response_bytes must be a whole number of bytes above 0, not 0'
+    >>> options_problem({"max_bytes": 5})[:62]
+    "judge.options: the openai judge has no option 'max_bytes'; it "
+    """
+    for name in options:
+        if name not in OPTIONS:
+            known = "; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
+            return f"judge.options: the openai judge has no option {name!r}; it has {known}"
+    cap = options.get("max_response_bytes", MAX_RESPONSE_BYTES)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0:
+        return ("judge.options.max_response_bytes must be a whole number of bytes above 0, "
+                f"not {cap!r}")
     return None
 
 
-_RESPONSE = _httpx_response()
+def _json(raw: Answer) -> Any:
+    """The body of an answer as JSON, or :class:`OddResponse` quoting it.
 
-
-def _chat_answer_json(raw: Any) -> tuple[str | None, int, int]:
-    """``(text, prompt_tokens, completion_tokens)`` of a raw HTTP chat completion response,
-    read as JSON, or :class:`OddResponse` when it is not one.
-
-    >>> class R:
-    ...     status_code, headers = 200, {"content-type": "application/json"}
-    ...     text = ('{"choices": [{"message": {"content": "{}"}}], '
-    ...             '"usage": {"prompt_tokens": 3, "completion_tokens": 1}}')
-    >>> _chat_answer_json(R())
-    ('{}', 3, 1)
-    >>> R.text = "<html>Bad gateway</html>"
-    >>> _chat_answer_json(R())
-    Traceback (most recent call last):
-    ...
-    evalharness.judge.openai_compat.OddResponse: the endpoint answered HTTP 200 with a application/json body, not JSON: '<html>Bad gateway</html>'
+    >>> _json(Answer(200, "application/json", b'{"a": 1}', "u"))
+    {'a': 1}
     """
     try:
-        data = json.loads(raw.text)
-    except (ValueError, TypeError, UnicodeDecodeError):
-        raise OddResponse(_odd(raw, "not JSON")) from None
+        return json.loads(raw.content)
+    except (ValueError, UnicodeDecodeError):
+        raise OddResponse(_odd(raw, "not JSON"), raw) from None
+
+
+def _chat_answer(raw: Answer) -> tuple[str | None, int, int]:
+    """``(text, prompt_tokens, completion_tokens)`` of a chat completion answer, or
+    :class:`OddResponse` when it is not one.
+
+    >>> ok = (b'{"choices": [{"message": {"content": "{}"}}], '
+    ...       b'"usage": {"prompt_tokens": 3, "completion_tokens": 1}}')
+    >>> _chat_answer(Answer(200, "application/json", ok, "http://h/v1/chat/completions"))
+    ('{}', 3, 1)
+    >>> try:
+    ...     _chat_answer(Answer(200, "text/html", b"<p>Bad gateway</p>", "http://h/v1/x"))
+    ... except OddResponse as exc:
+    ...     print(exc)
+    the endpoint answered HTTP 200 with a text/html body, not JSON: '<p>Bad gateway</p>'
+    """
+    data = _json(raw)
     try:
         choices = data["choices"]
         text = choices[0]["message"]["content"] if choices else None
@@ -274,65 +317,57 @@ def _chat_answer_json(raw: Any) -> tuple[str | None, int, int]:
             raise TypeError(type(text).__name__)
         return text, int(prompt), int(completion)
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-        raise OddResponse(_odd(raw, "JSON that is not a chat completion")) from None
+        raise OddResponse(_odd(raw, "JSON that is not a chat completion"), raw) from None
 
 
-def _chat_answer(raw: Any) -> tuple[str | None, int, int]:
-    """``(text, prompt_tokens, completion_tokens)`` of a raw chat completion response, or
-    :class:`OddResponse` when it is not one."""
-    parsed = _parsed(raw)
+def _embeddings_answer(raw: Answer) -> tuple[list, int]:
+    """``(vectors in input order, prompt_tokens)`` of an embeddings answer — each vector
+    base64 of little-endian float32 (as asked) or a list of numbers (servers that ignore the
+    encoding asked for) — or :class:`OddResponse` when it is not one.
+
+    >>> vector = base64.b64encode(np.array([0.5, -1.0], dtype="<f4").tobytes()).decode()
+    >>> body = {"data": [{"index": 1, "embedding": [3, 4]}, {"index": 0, "embedding": vector}],
+    ...         "usage": {"prompt_tokens": 7}}
+    >>> rows, tokens = _embeddings_answer(Answer(200, "", json.dumps(body).encode(), "u"))
+    >>> [list(map(float, r)) for r in rows], tokens
+    ([[0.5, -1.0], [3.0, 4.0]], 7)
+    """
+    data = _json(raw)
     try:
-        choices = parsed.choices
-        text = choices[0].message.content if choices else None
-        usage = getattr(parsed, "usage", None)
-        prompt = (getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
-        completion = (getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
-        if text is not None and not isinstance(text, str):
-            raise TypeError(type(text).__name__)
-        return text, int(prompt), int(completion)
+        rows = [row for _, _, row in sorted(  # by index; in the order given without one
+            (r.get("index", i), i, r) for i, r in enumerate(data["data"]))]
+        vectors = [_vector(r["embedding"]) for r in rows]
+        usage = data.get("usage") or {}
+        return vectors, int(usage.get("prompt_tokens") or 0)
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-        raise OddResponse(_odd(raw, "JSON that is not a chat completion")) from None
+        raise OddResponse(_odd(raw, "JSON that is not an embeddings list"), raw) from None
 
 
-def _embeddings_answer(raw: Any) -> tuple[list, int]:
-    """``(vectors in input order, prompt_tokens)`` of a raw embeddings response, or
-    :class:`OddResponse` when it is not one."""
-    parsed = _parsed(raw)
-    try:
-        rows = sorted(parsed.data, key=lambda d: d.index)
-        vectors = [list(r.embedding) for r in rows]
-        usage = getattr(parsed, "usage", None)
-        tokens = (getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
-        return vectors, int(tokens)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-        raise OddResponse(_odd(raw, "JSON that is not an embeddings list")) from None
+def _vector(embedding: Any) -> Any:
+    """One embedding as sent: base64 of float32 values decoded to an array; a list as is.
+
+    >>> _vector("AAAAPwAAgL8="), _vector([1, 2])
+    (array([ 0.5, -1. ], dtype=float32), [1, 2])
+    """
+    if isinstance(embedding, str):
+        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
+    if not isinstance(embedding, list):
+        raise TypeError(type(embedding).__name__)
+    return embedding
 
 
-def _parsed(raw: Any) -> Any:
-    """The SDK's model of a raw response, or :class:`OddResponse` when the body is not JSON
-    (the SDK hands back the text of a non-JSON body, and raises on an empty JSON one)."""
-    try:
-        parsed = raw.parse()
-    except Exception:  # noqa: BLE001 — whatever the SDK raises on a body that is not JSON
-        parsed = None
-    if parsed is None or isinstance(parsed, str | bytes):
-        raise OddResponse(_odd(raw, "not JSON"))
-    return parsed
+def _odd(raw: Answer, what: str) -> str:
+    """What came back instead of the expected JSON, quoting the start of the body.
 
-
-def _odd(raw: Any, what: str) -> str:
-    """What came back instead of the expected JSON, quoting the start of the body."""
-    status = getattr(raw, "status_code", "?")
-    content_type = (raw.headers.get("content-type") or "").split(";")[0].strip() \
-        if getattr(raw, "headers", None) is not None else ""
-    try:
-        body = " ".join((raw.text or "").split())
-    except Exception:  # noqa: BLE001 — an undecodable body
-        body = ""
+    >>> _odd(Answer(200, "text/html", b"<p>Sign in</p>", "u"), "not JSON")
+    "the endpoint answered HTTP 200 with a text/html body, not JSON: '<p>Sign in</p>'"
+    """
+    body = " ".join(raw.text.split())
+    status = raw.status_code
     if not body:
         return f"the endpoint answered HTTP {status} with an empty body, {what}"
     quote = body if len(body) <= 120 else body[:120] + "…"
-    kind = "JSON" if what.startswith("JSON") else f"a {content_type or 'untyped'} body"
+    kind = "JSON" if what.startswith("JSON") else f"a {raw.content_type or 'untyped'} body"
     prefix = f"the endpoint answered HTTP {status} with "
     if kind == "JSON":
         return redact(f"{prefix}{what}: {quote!r}")
@@ -390,49 +425,30 @@ def _parse(task: JudgmentTask, raw: str) -> tuple[BaseModel | None, str]:
         return None, f"{where}: {first['msg']}"
 
 
-def _never_sent(exc: BaseException) -> bool:
-    """Whether a failed attempt never reached the server (the connection was refused or could
-    not be opened), so it is no request: the endpoint received nothing and bills nothing.
-
-    >>> class ConnectError(Exception): ...
-    >>> refused = openai.APIConnectionError(request=None)
-    >>> refused.__cause__ = ConnectError("refused")
-    >>> _never_sent(refused), _never_sent(openai.APITimeoutError(request=None))
-    (True, False)
-    """
-    cause = exc.__cause__ or exc.__context__
-    return (isinstance(exc, openai.APIConnectionError)
-            and not isinstance(exc, openai.APITimeoutError)
-            and type(cause).__name__ == "ConnectError")  # the HTTP client's, whichever it is
-
-
 def _backoff(attempt: int, exc: Exception) -> float:
     """Seconds to wait before retry ``attempt`` (0-based): Retry-After when given, else 2^n/2.
 
     >>> [_backoff(n, Exception()) for n in range(4)]
     [0.5, 1.0, 2.0, 4.0]
+    >>> _backoff(0, EndpointError("RateLimitError", "slow down", status=429, retry_after=3))
+    3.0
     """
-    response = getattr(exc, "response", None)
-    header = response.headers.get("retry-after") if response is not None else None
-    if header:
-        try:
-            return min(float(header), 60.0)
-        except ValueError:
-            pass
+    wait = getattr(exc, "retry_after", None)
+    if wait is not None:
+        return min(float(wait), 60.0)
     return min(0.5 * 2 ** attempt, 30.0)
 
 
 def _describe(exc: Exception) -> str:
     """The error text of a failed request, secrets redacted.
 
-    >>> _describe(OddResponse("the endpoint answered HTTP 200 with an empty body, not JSON"))
+    >>> _describe(OddResponse("the endpoint answered HTTP 200 with an empty body, not JSON",
+    ...                       Answer(200, "", b"", "http://h/v1/embeddings", "judge.base_url")))
     'the endpoint answered HTTP 200 with an empty body, not JSON; a proxy or gateway may be \
-answering instead of the server: check `judge.base_url`'
+answering instead of the server at http://h/v1/embeddings: check `judge.base_url`'
     """
     if isinstance(exc, OddResponse):
-        return redact(f"{exc}; a proxy or gateway may be answering instead of the server: "
-                      "check `judge.base_url`")
-    status = getattr(exc, "status_code", None)
-    kind = type(exc).__name__
-    message = (str(exc).splitlines() or [""])[0][:300]
-    return redact(f"{kind}{f' (HTTP {status})' if status else ''}: {message}")
+        at = f" at {exc.where}" if exc.where else ""
+        return redact(f"{exc}; a proxy or gateway may be answering instead of the server{at}: "
+                      f"check `{exc.setting}`")
+    return redact(str(exc))

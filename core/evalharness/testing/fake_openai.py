@@ -4,15 +4,17 @@ It speaks the two endpoints the ``openai`` judge backend uses — ``POST /v1/cha
 and ``POST /v1/embeddings`` — and answers judgment tasks with the heuristic judge, so answers
 are realistic and deterministic. ``GET /v1/stats`` returns the request counts, the most
 requests in flight at once, and the wall-clock times (``time.time()``) of the first request's
-arrival and of the last response (``?reset=1`` starts the counts afresh after answering).
+arrival and of the last response (``?reset=1`` starts the counts afresh after answering;
+``?spans=1`` adds when each request arrived and was answered).
 
 Faults are switched on per server, most as "the next N requests": added latency, structured
 outputs unsupported (HTTP 400, as some local servers answer), 429 answers, 401 answers that
 echo the key they were sent (as some proxies do), HTTP 200 answers with an HTML page or an
 empty body (a proxy in the way), garbage chat answers, embeddings with NaN values, with a
-vector of the wrong length or all zero, and answers slower than the client's timeout. Every
-request is counted, with the ``Authorization`` headers it carried (so tests can check where a
-key goes).
+vector of the wrong length or all zero, answers slower than the client's timeout, answers
+whose body trickles in (the headers at once, then the body spread over seconds) and answers
+padded to megabytes. Every request is counted, with the ``Authorization`` headers it carried
+(so tests can check where a key goes).
 
 ``canned=True`` (``--canned``) answers every task with a minimal JSON object that fits the
 task's output schema — one verdict per claim or chunk it was given, so values stay usable —
@@ -26,12 +28,16 @@ Run one by hand::
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import base64
+import itertools
 import json
 import re
+import struct
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -46,12 +52,23 @@ PROXY_PAGE = ("<html><head><title>Sign in</title></head><body><h1>Corporate prox
 CANNED_DIM = 8
 """Length of the canned mode's embedding vectors."""
 
+SPANS = 100_000
+"""How many requests' arrival and answer times the server keeps (for ``/v1/stats?spans=1``)."""
+
 
 class _Server(ThreadingHTTPServer):
     """Accepts as many waiting connections as a real server would (the standard library's
-    backlog of 5 refuses connections at a judge concurrency of 64)."""
+    backlog of 5 refuses connections at a judge concurrency of 64), as fast as one would."""
 
     request_queue_size = 1024
+    daemon_threads = True
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # A thread per connection, started without waiting for it to run: `Thread.start`
+        # waits, and the new thread kept the interpreter lock while it parsed its first
+        # request, so 64 connections opened at once were accepted one after the other over
+        # ~110 ms — a delay of this stub's, not of the client it measures.
+        _thread.start_new_thread(self.process_request_thread, (request, client_address))
 
 
 class FakeOpenAI:
@@ -61,6 +78,7 @@ class FakeOpenAI:
                  structured: bool = True, canned: bool = False) -> None:
         self.latency_s = latency_s
         self.structured = structured
+        self.base64 = False  # answer embeddings in base64 when asked to, as OpenAI does
         self.canned = canned  # minimal schema-fitting answers, no per-answer work
         self.fail_429 = 0  # answer the next N requests with 429
         self.fail_401 = 0  # answer the next N requests with 401, echoing the key sent
@@ -71,16 +89,22 @@ class FakeOpenAI:
         self.ragged_embeddings = 0  # ... have one vector of the wrong length
         self.zero_embeddings = 0  # ... are all-zero vectors
         self.hang_s = 0.0  # sleep this long before answering (to trip client timeouts)
+        self.drip_s = 0.0  # send the headers at once, then the body in pieces over this long
+        self.oversize = 0  # pad the next N answers to `oversize_bytes`, sent chunked
+        self.oversize_bytes = 2_000_000
+        self.oversize_announced = False  # ... with a Content-Length instead of chunks
+        self.cut_short = 0  # padded answers the client stopped reading before their end
         self.counts: Counter[str] = Counter()
         self.auth_headers: list[str] = []
         self.max_in_flight: Counter[str] = Counter()
         self.first_request_at: float | None = None  # time.time() of the first arrival
         self.last_response_at: float | None = None  # time.time() of the last response sent
+        # (kind, arrived, answered) of the last SPANS requests
+        self.spans: deque[tuple[str, float, float]] = deque(maxlen=SPANS)
         self._lock = threading.Lock()
         self._live: Counter[str] = Counter()
         handler = type("Handler", (_Handler,), {"server_state": self})
         self.httpd = _Server((host, port), handler)
-        self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     @property
@@ -105,15 +129,19 @@ class FakeOpenAI:
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
-    def stats(self, reset: bool = False) -> dict[str, Any]:
-        """What ``GET /v1/stats`` answers; ``reset`` starts the counts and times afresh."""
+    def stats(self, reset: bool = False, spans: bool = False) -> dict[str, Any]:
+        """What ``GET /v1/stats`` answers; ``reset`` starts the counts and times afresh;
+        ``spans`` adds ``[kind, arrived, answered]`` (``time.time()``) of every request."""
         with self._lock:
             out = {"counts": dict(self.counts), "max_in_flight": dict(self.max_in_flight),
                    "in_flight": dict(self._live), "first_request_at": self.first_request_at,
                    "last_response_at": self.last_response_at}
+            if spans:
+                out["spans"] = [list(span) for span in self.spans]
             if reset:
                 self.counts.clear()
                 self.max_in_flight.clear()
+                self.spans.clear()
                 self.first_request_at = self.last_response_at = None
         return out
 
@@ -127,7 +155,7 @@ class FakeOpenAI:
             self.auth_headers.append(auth)
             self._live[kind] += 1
             self.max_in_flight[kind] = max(self.max_in_flight[kind], self._live[kind])
-            faults = ["fail_429", "fail_401", "html", "empty"]
+            faults = ["fail_429", "fail_401", "html", "empty", "oversize"]
             faults += ["garbage"] if kind == "chat" else [
                 "nan_embeddings", "ragged_embeddings", "zero_embeddings"]
             for fault in faults:
@@ -136,10 +164,11 @@ class FakeOpenAI:
                     return fault
         return None
 
-    def _leave(self, kind: str) -> None:
+    def _leave(self, kind: str, arrived: float) -> None:
         with self._lock:
             self._live[kind] -= 1
             self.last_response_at = time.time()
+            self.spans.append((kind, arrived, self.last_response_at))
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -154,16 +183,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         state = self.server_state
+        self._fault = None  # a handler serves every request of its connection
         if self.path.split("?")[0] != "/v1/stats":
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
-        return self._send(200, state.stats(reset="reset=1" in self.path))
+        return self._send(200, state.stats(reset="reset=1" in self.path,
+                                           spans="spans=1" in self.path))
+
+    def parse_request(self) -> bool:
+        # The request line has just been read: the request has arrived. The latency runs from
+        # here, not from after this thread got through parsing the headers and the body: with
+        # 64 requests at once, the server's own parsing queued behind its interpreter lock and
+        # added to every answer's time (a real server's latency runs from the request's
+        # arrival too).
+        self._arrived = time.time()
+        return super().parse_request()
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        # The latency runs from the request's arrival (its headers read), not from after this
-        # thread got through parsing the body: with 64 requests at once, the server's own
-        # parsing queued behind the GIL and added to every answer's time.
-        arrived = time.time()
+        arrived = self._arrived
         state = self.server_state
+        self._fault = None
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         kind = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings"}.get(
@@ -171,6 +209,7 @@ class _Handler(BaseHTTPRequestHandler):
         if kind is None:
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
         fault = state._enter(kind, self.headers.get("authorization", ""), arrived)
+        self._fault = fault
         try:
             if state.hang_s:
                 time.sleep(state.hang_s)
@@ -193,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._chat(body, garbage=fault == "garbage")
             return self._embeddings(body, fault)
         finally:
-            state._leave(kind)
+            state._leave(kind, arrived)
 
     def _chat(self, body: dict, garbage: bool) -> None:
         state = self.server_state
@@ -242,6 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
             vectors[-1] = vectors[-1][: max(1, len(vectors[-1]) // 2)]
         elif fault == "zero_embeddings":
             vectors = [[0.0] * len(v) for v in vectors]
+        if self.server_state.base64 and body.get("encoding_format") == "base64":
+            vectors = [base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode()
+                       for v in vectors]
         return self._send(200, {
             "object": "list", "model": body.get("model", "fake"),
             "data": [{"object": "embedding", "index": i, "embedding": v}
@@ -255,16 +297,44 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_raw(self, status: int, data: bytes, content_type: str,
                   headers: dict | None = None) -> None:
+        state = self.server_state
+        oversize = status == 200 and getattr(self, "_fault", None) == "oversize"
+        # the same answer, padded with whitespace to `oversize_bytes`: still valid JSON
+        padding = max(0, state.oversize_bytes - len(data)) if oversize else 0
+        chunked = oversize and not state.oversize_announced
         self.send_response(status)
         self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
+        if chunked:
+            self.send_header("transfer-encoding", "chunked")
+        else:
+            self.send_header("content-length", str(len(data) + padding))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
         try:
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test)
+            if oversize:
+                spaces = memoryview(b" " * 65536)
+                pieces = itertools.chain([data], (spaces[:min(65536, padding - i)]
+                                                  for i in range(0, padding, 65536)))
+                for piece in pieces:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked
+                                     else piece)
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+            elif state.drip_s and self.command == "POST" and data:
+                self.wfile.flush()
+                pieces = 20
+                step = -(-len(data) // pieces)
+                for i in range(0, len(data), step):
+                    time.sleep(state.drip_s / pieces)
+                    self.wfile.write(data[i:i + step])
+                    self.wfile.flush()
+            else:
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up
+            if oversize:
+                with state._lock:
+                    state.cut_short += 1
 
 
 def _task_of(fmt: dict, messages: list[dict]):
