@@ -2,8 +2,10 @@
 foreground (``--block``), each in its own process group, stopped by process id — never
 ``ray stop``, which would stop every Ray process of the machine.
 
->>> with localhost_cluster([2]) as address:        # doctest: +SKIP
-...     run(..., executor="ray", address=address)
+Example (it starts real nodes, so it is no doctest)::
+
+    with localhost_cluster([2]) as address:
+        run(..., executor="ray", address=address)
 """
 
 from __future__ import annotations
