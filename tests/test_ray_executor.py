@@ -187,7 +187,7 @@ def test_the_driver_interrupted_then_resumed(tmp_path):
     assert proc.returncode == 130, err
     assert 1 <= written < 51, err
     resumed = run_cli("scenario", scenario, "--out", out, "--executor", "ray", "--resume",
-                      "--no-headroom", "-q", env=env)
+                      "--no-headroom", "-q", env=env, separate=True)
     assert resumed.code in (0, 1), resumed
     import evalharness
 
@@ -205,7 +205,7 @@ def test_a_two_node_cluster_on_localhost(tmp_path):
     with localhost_cluster([1, 1], cwd=tmp_path) as address:
         out = tmp_path / "run"
         done = run_cli("scenario", SHOP, "--out", out, "--executor", "ray", "--address",
-                       address, "--no-headroom", "-q", env=env, timeout=240)
+                       address, "--no-headroom", "-q", env=env, timeout=240, separate=True)
         assert done.code in (0, 1), done
         assert len(normalised(out)) == 51
         nodes_seen = run_cli_python(

@@ -51,7 +51,7 @@ def run_limited(*args: str | Path, cwd: Path | None = None, timeout: float = 60)
     proc = subprocess.run([sys.executable, "-m", "evalharness.cli", *map(str, args)],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, preexec_fn=limit)
-    return CLIResult(proc)
+    return CLIResult.of(proc)
 
 
 def one_paragraph(res: CLIResult, *needles: str) -> str:

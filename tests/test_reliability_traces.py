@@ -49,7 +49,7 @@ def _cli(*args: str | Path, timeout: float = 60, memory_mb: int = 1536) -> CLIRe
     proc = subprocess.run([sys.executable, "-m", "evalharness.cli", *map(str, args)],
                           env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, preexec_fn=limit)
-    return CLIResult(proc)
+    return CLIResult.of(proc)
 
 
 def _kv(key: str, value: str | int) -> dict:

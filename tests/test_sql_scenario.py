@@ -6,15 +6,13 @@ import json
 
 import pytest
 
-from conftest import SHOP
-
 
 @pytest.mark.slow
-def test_every_verdict_in_results_has_stage_reason_and_counterexample(cli, tmp_path):
-    result = cli("scenario", SHOP, "--out", tmp_path / "run")
+def test_every_verdict_in_results_has_stage_reason_and_counterexample(shop_cli_run):
+    result, run = shop_cli_run  # the session's one CLI run of the shop (conftest)
     assert result.code == 0, result
     verdicts = 0
-    for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines():
+    for line in (run / "results.jsonl").read_text().splitlines():
         record = json.loads(line)
         text2sql = record["components"].get("text2sql")
         if not text2sql or text2sql["status"] != "evaluated":
@@ -33,5 +31,5 @@ def test_every_verdict_in_results_has_stage_reason_and_counterexample(cli, tmp_p
             assert value["error"].startswith("undecided")
         verdicts += 1
     assert verdicts >= 30
-    report = (tmp_path / "run" / "report.md").read_text()
+    report = (run / "report.md").read_text()
     assert "## Text-to-SQL equivalence (text2sql)" in report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -32,11 +33,8 @@ from evalharness.report import (
     pct_ci,
     usage_line,
 )
-from evalharness.review.command import agreement, review
 from evalharness.runner import Progress, check_resources, load_system, make_judge
-from evalharness.scaffold import init
 from evalharness.scenario import ScenarioFile, load_scenario
-from evalharness.synth.command import synth
 
 EXIT_GATE_FAILED = 1
 EXIT_INPUT = 2
@@ -49,9 +47,31 @@ class InputProblem(click.ClickException):
     exit_code = EXIT_INPUT
 
 
+LAZY_COMMANDS = {
+    "init": "evalharness.scaffold:init",
+    "synth": "evalharness.synth.command:synth",
+    "review": "evalharness.review.command:review",
+    "agreement": "evalharness.review.command:agreement",
+}
+"""Commands that live in modules of their own, imported only when the command runs (or
+``--help`` lists it): a run of ``evalharness scenario`` does not pay for them."""
+
+
 class Commands(click.Group):
     """The command group: an error of the core's (bad input, a refused run) raised by any
-    command is one paragraph and exit code 2, never a traceback."""
+    command is one paragraph and exit code 2, never a traceback. The commands of
+    :data:`LAZY_COMMANDS` are imported when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in LAZY_COMMANDS:
+            module, _, name = LAZY_COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module), name)
+            self.add_command(command, cmd_name)
+        return command
 
     def invoke(self, ctx: click.Context):
         try:
@@ -81,11 +101,6 @@ def cli() -> None:
       evalharness agreement run/                          how far to trust the judge
     """
 
-
-cli.add_command(init)
-cli.add_command(synth)
-cli.add_command(review)
-cli.add_command(agreement)
 
 
 class BarProgress(Progress):
