@@ -193,7 +193,7 @@ def test_a_hung_system_is_a_timeout_error_and_the_run_ends(tmp_path, callable_):
     s = scenario(tmp_path, {"c3": ["hang"]}, callable_=callable_,
                  system_extra=", timeout_s: 1")
     res = run_cli("scenario", s, "--out", tmp_path / "o", "--quiet", "--no-headroom",
-                  timeout=120)
+                  timeout=120, separate=True)  # the process must end too
     assert res.code == 0, res
     by_id = {r["case"]["id"]: r for r in results_of(tmp_path / "o")}
     assert len(by_id) == 6
@@ -604,7 +604,11 @@ def test_every_test_docs_reliability_names_exists():
     text = (root.parent / "docs" / "reliability.md").read_text(encoding="utf-8")
     short = {"reliability": "test_reliability", "sql_limits": "test_sql_limits",
              "judge_accounting": "test_judge_accounting", "judge_openai": "test_judge_openai",
-             "hooks": "test_hooks", "results": "test_results"}
+             "hooks": "test_hooks", "results": "test_results",
+             "traces": "test_reliability_traces", "judge": "test_reliability_judge",
+             "review": "test_reliability_review", "inputs": "test_reliability_inputs",
+             "run": "test_reliability_run", "pytest_plugin": "test_pytest_plugin",
+             "dependencies": "test_dependencies"}
     named = re.findall(r"`(\w+)::(test_\w+)", text)
     assert len(named) > 30
     for module, test in named:
