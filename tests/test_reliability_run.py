@@ -36,18 +36,24 @@ def failing_run(tmp_path_factory) -> Path:
     write_jsonl(tmp / "cases.jsonl", [
         {"id": f"c{i}", "question": f"question {i}", "tags": tags.get(f"c{i}", []),
          "gold": {"routes": ["sql"]}} for i in range(1, 5)])
-    s = write(tmp / "s.yaml", """
-        name: tracebacks
+    return run_system(tmp, "tracebacks")
+
+
+def run_system(folder: Path, name: str) -> Path:
+    """Run the scenario of ``folder``'s system.py and cases.jsonl (a router and a generator);
+    returns the run folder."""
+    s = write(folder / "s.yaml", f"""
+        name: {name}
         cases: cases.jsonl
         system: system.py:answer
-        pipeline: {router: {}, generator: {after: [router]}}
+        pipeline: {{router: {{}}, generator: {{after: [router]}}}}
         evaluators:
           router: [route_accuracy]
           generator: [answer_present]
     """)
-    res = run_cli("scenario", s, "--out", tmp / "o", "--quiet", "--no-headroom")
+    res = run_cli("scenario", s, "--out", folder / "o", "--quiet", "--no-headroom")
     assert res.code == 0, res
-    return tmp / "o"
+    return folder / "o"
 
 
 def _results(out: Path) -> dict[str, dict]:
@@ -166,18 +172,7 @@ def test_report_html_carries_no_raw_control_characters(tmp_path):
     ''')
     write_jsonl(tmp / "cases.jsonl", [
         {"id": "c\x001", "question": "why\x00 is\x1b[31m red?", "gold": {"routes": ["sql"]}}])
-    s = write(tmp / "s.yaml", """
-        name: controls
-        cases: cases.jsonl
-        system: system.py:answer
-        pipeline: {router: {}, generator: {after: [router]}}
-        evaluators:
-          router: [route_accuracy]
-          generator: [answer_present]
-    """)
-    res = run_cli("scenario", s, "--out", tmp / "o", "--quiet", "--no-headroom")
-    assert res.code == 0, res
-    page = (tmp / "o" / "report.html").read_text(encoding="utf-8")
+    page = (run_system(tmp, "controls") / "report.html").read_text(encoding="utf-8")
     raw = re.findall(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]", page)
     assert not raw, sorted(set(raw))
     assert "why␀ is␛[31m red?" in page and "nul␀ bell␇ del␡" in page
