@@ -182,3 +182,16 @@ def test_status_errors_name_the_endpoint(server, tmp_path):
     judge.close()
     assert j.error.startswith(f"RateLimitError (HTTP 429) from {server.base_url}/chat/"
                               "completions: rate limited"), j.error
+
+
+def test_an_answer_nested_too_deep_is_an_odd_answer_not_a_recursion_error():
+    """A 200 or an error status whose JSON nests thousands deep (well within the byte cap)
+    fails that judgment like any answer that is not the expected JSON."""
+    from evalharness.judge.endpoint import Answer, _status_error
+    from evalharness.judge.openai_compat import OddResponse, _json
+
+    deep = b"[" * 50_000 + b"]" * 50_000
+    with pytest.raises(OddResponse, match="not JSON"):
+        _json(Answer(200, "application/json", deep, "http://127.0.0.1:9/v1/chat/completions"))
+    error = _status_error(400, None, b'{"error": ' + deep + b"}", "http://h/v1/x")
+    assert error.status == 400 and error.message.startswith('{"error": [[[')

@@ -231,3 +231,20 @@ def test_a_results_line_nested_too_deep_is_an_error_naming_the_line(tmp_path):
     with pytest.raises(InputError, match=r"results.jsonl, line 7: not valid JSON \(arrays and "
                                          r"objects nested more than 128 deep"):
         parse_line(deep, Path("results.jsonl"), 7)
+
+
+def test_a_run_folders_own_files_edited_out_of_shape_are_errors_naming_them(failing_run,
+                                                                            tmp_path):
+    """run.json read by --resume, report.json read by compare: a file torn or nested too deep
+    is exit 2 naming it, never a traceback."""
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(failing_run, broken)
+    (broken / "run.json").write_text('{"scenario": "s.yaml", "inputs_sha2', encoding="utf-8")
+    res = run_cli("scenario", failing_run.parent / "s.yaml", "--out", broken, "--resume", "-q")
+    assert res.code == 2 and "run.json: not the record of a run" in res.err, res
+    (broken / "report.json").write_text("[" * 3000 + "]" * 3000, encoding="utf-8")
+    res = run_cli("compare", failing_run, broken)
+    assert res.code == 2 and "report.json" in res.err and "nested more than 128" in res.err, res
+    assert "Traceback" not in res.err

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalharness import jsonlimits
 from evalharness.context import jsonl_error, read_jsonl
 from evalharness.errors import InputError
 from evalharness.models import SCHEMA_VERSION, CaseResult
@@ -340,7 +341,7 @@ def load_run(path: Path) -> Run:
 
 def _read_report(path: Path) -> dict[str, Any]:
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
+        report = jsonlimits.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}, line {exc.lineno}, column {exc.colno}: not valid JSON "
                          f"({exc.msg}); report.json is written by `evalharness scenario`"

@@ -5,12 +5,12 @@ both can use it."""
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalharness import jsonlimits
 from evalharness.errors import RunError
 from evalharness.models import CaseResult, Report
 from evalharness.outcomes import Outcome, outcomes
@@ -75,6 +75,6 @@ def load_run(folder: str | Path) -> RunFolder:
                        f"{str(exc).splitlines()[0]}") from None
     manifest: dict[str, Any] = {}
     with contextlib.suppress(OSError, ValueError):
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        manifest = jsonlimits.loads((path / MANIFEST).read_text(encoding="utf-8"))
     return RunFolder(path=path, report=report, results=Results.open(path / RESULTS),
                      manifest=manifest)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalharness import oracle
+from evalharness import jsonlimits, oracle
 from evalharness.context import Database, EvalContext, build_sqlite, load_corpus
 from evalharness.errors import USER_CODE_ERRORS, RunError, ScenarioError, describe
 from evalharness.evaluate import evaluate_batch
@@ -269,7 +269,15 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
         if not manifest_path.is_file():
             raise RunError(f"{out_dir}: nothing to resume (no {MANIFEST}); run without "
                            "--resume to start")
-        manifest = json.loads(manifest_path.read_text())
+        try:
+            manifest = jsonlimits.loads(manifest_path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, TooDeep
+            raise RunError(f"{manifest_path}: not the record of a run ({exc}); it is written "
+                           "by `evalharness scenario`: run without --resume into a new --out"
+                           ) from None
+        if not isinstance(manifest, dict):
+            raise RunError(f"{manifest_path}: not the record of a run (not a JSON object); "
+                           "run without --resume into a new --out")
         if manifest.get("inputs_sha256") != scenario.inputs_sha256:
             raise RunError(f"{out_dir} holds a run of a different version of the scenario "
                            f"({manifest.get('scenario')}): {_changed(manifest, scenario)} "

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from evalharness import jsonlimits
 from evalharness.redaction import redact
 
 ERROR_BODY_BYTES = 65_536
@@ -245,7 +246,7 @@ def _status_error(status: int, retry_after: str | None, content: bytes,
                                          else "APIStatusError")
     text = " ".join(content.decode("utf-8", "replace").split())
     try:
-        data = json.loads(content)
+        data = jsonlimits.loads(content)
         error = data.get("error", data) if isinstance(data, dict) else data
         message = error.get("message") if isinstance(error, dict) else None
         text = message if isinstance(message, str) and message else text

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import ipaddress
-import json
 import os
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from evalharness import jsonlimits
 from evalharness.judge.base import Embeddings, Judge, JudgeConfig, Judgment
 from evalharness.judge.endpoint import Answer, Endpoint, EndpointError
 from evalharness.judge.tasks import JudgmentTask
@@ -287,7 +287,7 @@ def _json(raw: Answer) -> Any:
     {'a': 1}
     """
     try:
-        return json.loads(raw.content)
+        return jsonlimits.loads(raw.content)
     except (ValueError, UnicodeDecodeError):
         raise OddResponse(_odd(raw, "not JSON"), raw) from None
 
@@ -325,6 +325,7 @@ def _embeddings_answer(raw: Answer) -> tuple[list, int]:
     base64 of little-endian float32 (as asked) or a list of numbers (servers that ignore the
     encoding asked for) — or :class:`OddResponse` when it is not one.
 
+    >>> import json
     >>> vector = base64.b64encode(np.array([0.5, -1.0], dtype="<f4").tobytes()).decode()
     >>> body = {"data": [{"index": 1, "embedding": [3, 4]}, {"index": 0, "embedding": vector}],
     ...         "usage": {"prompt_tokens": 7}}
