@@ -248,3 +248,15 @@ def test_a_run_folders_own_files_edited_out_of_shape_are_errors_naming_them(fail
     res = run_cli("compare", failing_run, broken)
     assert res.code == 2 and "report.json" in res.err and "nested more than 128" in res.err, res
     assert "Traceback" not in res.err
+
+
+def test_review_import_of_a_pipe_names_it(failing_run, tmp_path):
+    """Was: `review import RUN FIFO` said "no such file"."""
+    import os
+
+    fifo = tmp_path / "labels.csv"
+    os.mkfifo(fifo)
+    res = run_cli("review", "import", failing_run, fifo)
+    assert res.code == 2 and "is a named pipe (FIFO), not a regular file" in res.err, res
+    assert "no such file" not in res.err
+    assert not (failing_run / "review" / "labels.jsonl").exists()
