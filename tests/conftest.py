@@ -117,6 +117,18 @@ def cli():
     return run_cli
 
 
+def another_run(run: Path, folder: Path) -> Path:
+    """A copy of the run folder ``run`` at ``folder`` that is another run (its own start time,
+    so its own run id): the B of a pairwise review or a comparison."""
+    import shutil
+
+    shutil.copytree(run, folder)
+    manifest = json.loads((folder / "run.json").read_text())
+    manifest["started_at"] = "2026-01-01T00:00:00+00:00"
+    (folder / "run.json").write_text(json.dumps(manifest))
+    return folder
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from click.testing import CliRunner
 
-from conftest import run_cli
+from conftest import another_run, run_cli
 from evalharness.cli import cli as cli_group
 from evalharness.jsonlimits import MAX_DEPTH
 from evalharness.review import labels as L
@@ -210,11 +210,7 @@ def test_review_import_after_a_torn_last_line_repairs_it_and_says_so(run, tmp_pa
 
 
 def test_a_pairwise_preference_after_a_torn_last_line_goes_on_its_own_line(run, tmp_path):
-    other = tmp_path / "other"
-    shutil.copytree(run, other)
-    manifest = json.loads((other / "run.json").read_text())
-    manifest["started_at"] = "2026-01-01T00:00:00+00:00"
-    (other / "run.json").write_text(json.dumps(manifest))
+    other = another_run(run, tmp_path / "other")
     a, b = Review.open(run), Review.open(other)
     ids = list(a.index)[:3]
     app = App(a, new_token(), set(), "ana", Pairing(a, b, new_token(), ids))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import SHOP, run_cli, shop_text_elsewhere
+from conftest import SHOP, another_run, run_cli, shop_text_elsewhere
 from evalharness.cli import cli as cli_group
 from evalharness.errors import InputError, ScenarioError
 from evalharness.review import labels as L
@@ -395,11 +395,7 @@ def test_promote_writes_gold_and_who_reviewed_it(run, tmp_path):
 
 
 def test_compare_reports_peoples_preferences(run, tmp_path):
-    other = tmp_path / "other"
-    shutil.copytree(run, other)
-    manifest = json.loads((other / "run.json").read_text())
-    manifest["started_at"] = "2026-01-01T00:00:00+00:00"
-    (other / "run.json").write_text(json.dumps(manifest))
+    other = another_run(run, tmp_path / "other")
     a, b = Review.open(run), Review.open(other)
     assert a.id != b.id
     ids = list(a.index)

@@ -118,6 +118,20 @@ def text_depth(text: str, start: int = 0, end: int | None = None) -> int:
     return int(np.cumsum(steps).max())
 
 
+def is_json(raw: bytes | str) -> bool:
+    """Whether ``raw`` is one whole JSON value within the limits: a line of a JSON Lines file
+    cut short by a crash mid-write is not (no shorter prefix of an object is JSON).
+
+    >>> is_json(b'{"case": "q1"}'), is_json(b'{"case": "q'), is_json(b'{"a": "\\xc3')
+    (True, False, False)
+    """
+    try:
+        loads(raw)
+    except ValueError:  # JSONDecodeError (TooDeep too) and UnicodeDecodeError
+        return False
+    return True
+
+
 def depth(value: Any, limit: int | None = None) -> int:
     """How many arrays and objects nest in ``value`` (0 for a scalar), walked without
     recursion; with ``limit``, stops as soon as it is passed (returning ``limit + 1``).

@@ -20,7 +20,7 @@ from typing import Any, overload
 
 from pydantic import ValidationError
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 from evalharness.models import CaseResult
 
@@ -84,19 +84,6 @@ def _case_id(raw: bytes) -> str | None:
         return None
 
 
-def _is_json(raw: bytes) -> bool:
-    """Whether ``raw`` is one JSON value (a line cut short by a kill is not).
-
-    >>> _is_json(b'{"case": {"id": "c1"}}'), _is_json(b'{"case": {"id"')
-    (True, False)
-    """
-    try:
-        jsonlimits.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return False
-    return True
-
-
 class Results(Sequence[CaseResult]):
     """The results of ``results.jsonl``, one per case id, as a read-only sequence: ``len()``,
     ``results[i]`` and iteration in case order, each case parsed from its line when read (so
@@ -142,7 +129,7 @@ class Results(Sequence[CaseResult]):
                 lineno += 1
                 start, offset = offset, offset + len(raw)
                 if repair and not raw.endswith(b"\n"):  # the last line, and no newline
-                    if not _is_json(raw):
+                    if not jsonlimits.is_json(raw):
                         cut = start
                         break
                     mend = offset

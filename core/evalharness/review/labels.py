@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 
 LABELS = Path("review") / "labels.jsonl"
@@ -214,7 +214,7 @@ def _end_with_a_whole_line(path: Path, fh: BinaryIO) -> str | None:
     data = fh.read()
     start = data.rfind(b"\n") + 1
     fragment = data[start:]
-    if not fragment.strip() or _whole(fragment):
+    if not fragment.strip() or jsonlimits.is_json(fragment):
         fh.write(b"\n")  # a whole label that lacks only its newline (a file edited by hand)
         return None
     line = data.count(b"\n", 0, start) + 1
@@ -240,20 +240,6 @@ def _ends_whole(fh: BinaryIO) -> bool:
     return fh.read(1) == b"\n"
 
 
-def _whole(raw: bytes) -> bool:
-    """Whether ``raw`` (a line without its newline) is whole JSON: a torn line is not (every
-    line is an object, so no shorter prefix of one is JSON).
-
-    >>> _whole(b'{"case": "q1"}'), _whole(b'{"case": "q'), _whole(b'{"a": "\\xc3')
-    (True, False, False)
-    """
-    try:
-        jsonlimits.loads(raw)
-    except ValueError:  # JSONDecodeError (TooDeep too) and UnicodeDecodeError
-        return False
-    return True
-
-
 def read(path: Path, warnings: list[str] | None = None) -> list[Label]:
     """Every label line of ``path`` in order (``[]`` when it does not exist), read under a
     shared lock (never half of an append). A torn last line (no newline, not JSON: a crash
@@ -273,7 +259,7 @@ def read(path: Path, warnings: list[str] | None = None) -> list[Label]:
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        if number == len(lines) and not _whole(raw):
+        if number == len(lines) and not jsonlimits.is_json(raw):
             if warnings is not None:
                 warnings.append(f"{path}: its last line (line {number}, {len(raw)} bytes) is "
                                 "cut short (no newline: a write that did not finish); it is "

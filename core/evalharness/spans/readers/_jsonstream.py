@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 
 CHUNK = 1 << 20
@@ -280,10 +280,6 @@ class _Stream:
                     if self._grow():
                         continue
                 raise self._syntax(exc.msg, exc.pos, start) from None
-            except ValueError:  # an integer of more digits than Python converts
-                raise InputError(f"{self.path}, line {start}: a number of more than "
-                                 f"{sys.get_int_max_str_digits():,} digits (the most Python "
-                                 f"converts); a trace value is never that long") from None
             if (isinstance(value, int | float) and not self.eof
                     and _NUMBER_TAIL.fullmatch(self.buf, end) and self._grow()):
                 continue  # a number at the buffer's end may go on (``3`` of ``3e-05``)
