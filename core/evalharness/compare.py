@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.context import jsonl_error, read_jsonl
 from evalharness.errors import InputError
 from evalharness.models import SCHEMA_VERSION, CaseResult

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import RunError
 from evalharness.models import CaseResult, Report
 from evalharness.outcomes import Outcome, outcomes

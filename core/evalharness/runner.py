@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalharness import jsonlimits, oracle
+import evalharness.jsonlimits as jsonlimits
+from evalharness import oracle
 from evalharness.context import Database, EvalContext, build_sqlite, load_corpus
 from evalharness.errors import USER_CODE_ERRORS, RunError, ScenarioError, describe
 from evalharness.evaluate import evaluate_batch

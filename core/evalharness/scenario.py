@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.context import file_hint, file_sha256, not_a_file, read_records
 from evalharness.errors import EvalHarnessError, ScenarioError
 from evalharness.importing import is_path, module_sources, path_sources

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.redaction import redact
 
 ERROR_BODY_BYTES = 65_536

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.judge.base import Embeddings, Judge, JudgeConfig, Judgment
 from evalharness.judge.endpoint import Answer, Endpoint, EndpointError
 from evalharness.judge.tasks import JudgmentTask

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 from evalharness.models import Case
 from evalharness.review.labels import Label

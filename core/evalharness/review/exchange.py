@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.context import file_hint, not_a_file
 from evalharness.errors import InputError
 from evalharness.review import labels as L

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.review import labels as L
 from evalharness.review import stats as S
 from evalharness.scenario import parse_criterion

@@ -43,7 +43,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import ValidationError
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import EvalHarnessError
 from evalharness.review import labels as L
 from evalharness.review.page import render_pairwise, render_review

@@ -43,7 +43,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 from evalharness.locate import short
 from evalharness.models import (

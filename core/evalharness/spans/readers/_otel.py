@@ -28,7 +28,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 
 OPENINFERENCE_KIND = "openinference.span.kind"

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evalharness import jsonlimits
+import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 from evalharness.spans.model import Span
 from evalharness.spans.readers._hosted import (
