@@ -184,16 +184,40 @@ gates:
 """
 
 
+ITEMS_SQL = """
+    CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL);
+    INSERT INTO items VALUES (1, 'Navy Coat', 40), (2, 'Camel Coat', 120);
+"""
+
+
+def small_scenario(folder: Path, *, gate: str = "router.route_accuracy >= 0.5",
+                   traces: list[dict] = TRACES, system: str | None = None, extra: str = ""
+                   ) -> Path:
+    """The :func:`small` scenario in ``folder`` with one ``gate``, ``traces`` (default
+    :data:`TRACES`) or, with ``system``, the source of system.py (``answer(case)``) instead
+    of recorded traces, and ``extra`` YAML appended; returns the YAML path."""
+    write_jsonl(folder / "cases.jsonl", CASES)
+    write(folder / "items.sql", ITEMS_SQL)
+    text = SMALL_SCENARIO.replace("router.route_accuracy >= 0.5", gate) + extra
+    if system is not None:
+        write(folder / "system.py", system)
+        text = text.replace("traces: traces.jsonl", "system: system.py:answer")
+    else:
+        write_jsonl(folder / "traces.jsonl", traces)
+    return write(folder / "small.yaml", text)
+
+
+JUDGED_UNREACHABLE = """
+judge: {backend: openai, base_url: "http://127.0.0.1:9/v1", model: judge-1, max_retries: 0,
+        timeout_s: 5}
+"""
+"""A judge at a port nobody listens on (append to a scenario)."""
+
+
 @pytest.fixture
 def small(tmp_path: Path) -> Path:
     """A small recorded-traces scenario with hand-checkable metrics; returns the YAML path."""
-    write_jsonl(tmp_path / "cases.jsonl", CASES)
-    write_jsonl(tmp_path / "traces.jsonl", TRACES)
-    write(tmp_path / "items.sql", """
-        CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL);
-        INSERT INTO items VALUES (1, 'Navy Coat', 40), (2, 'Camel Coat', 120);
-    """)
-    return write(tmp_path / "small.yaml", SMALL_SCENARIO)
+    return small_scenario(tmp_path)
 
 
 @pytest.fixture(scope="session")

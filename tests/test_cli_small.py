@@ -20,13 +20,14 @@ def test_small_scenario_metrics_by_hand(small, tmp_path):
     assert m["text2sql"]["exact_match"] == pytest.approx(0.5)
     assert m["retriever"] == pytest.approx({"recall@1": 0.5, "recall@2": 0.75, "mrr": 0.75})
     assert m["generator"]["answer_present"] == pytest.approx(2 / 3)
-    assert report["components"]["text2sql"]["cases"] == {"evaluated": 2, "not_run": 1, "error": 0}
+    assert report["components"]["text2sql"]["cases"] == {"evaluated": 2, "not_run": 1, "error": 0,
+                                                         "missing": 0}
     assert report["components"]["text2sql"]["metrics"]["exact_match"]["n"] == 2
     assert report["gates"] == [{"name": "router.route_accuracy >= 0.5", "component": "router",
                                 "metric": "route_accuracy", "op": ">=", "threshold": 0.5,
                                 "value": pytest.approx(2 / 3), "passed": True, "n": 3,
-                                "errors": 0, "error_rate": 0.0, "max_error_rate": 0.05,
-                                "reason": None}]
+                                "errors": 0, "missing": 0, "error_rate": 0.0,
+                                "max_error_rate": 0.05, "reason": None}]
     assert report["judge"]["backend"] == "heuristic" and report["judge"]["llm"] is False
     assert report["schema_version"] == "1"
     assert report["scenario"]["path"].endswith("small.yaml")

@@ -229,7 +229,8 @@ pipeline:
 """)
     first = outcome.results[0].components["reranker"]
     assert first.status == "error" and "field `ids`" in first.reason
-    assert report.components["reranker"].cases == {"evaluated": 0, "not_run": 2, "error": 1}
+    assert report.components["reranker"].cases == {"evaluated": 0, "not_run": 2, "error": 1,
+                                                   "missing": 2}
 
 
 class ConstantJudge(Judge):
@@ -261,7 +262,7 @@ def test_hook_register_executors(small):
             self.address = address
             self.groups = 0
 
-        def run(self, spec, work, emit, failed, stopped):
+        def run(self, spec, work, emit, stopped):
             for group in reversed(work_groups(work, size=1)):
                 emit(group, run_group(spec, group))
                 self.groups += 1

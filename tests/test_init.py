@@ -1,10 +1,12 @@
-"""`evalharness init`: rendering per component subset, the init -> validate -> scenario path, the
-refusals, and the prompts."""
+"""`evalharness init`: rendering per component subset, the toy adapter and its first report
+(init -> validate -> scenario, a bottleneck table for every subset), the refusals, and the
+prompts."""
 
 from __future__ import annotations
 
 import inspect
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -32,6 +34,20 @@ SUBSETS = [
     ("generator",),
 ]
 
+ROOT_CAUSES = {
+    COMPONENTS: {"sql-3": "text2sql", "sql-4": "router", "docs-3": "retriever"},
+    ("router", "retriever", "generator"): {"docs-3": "retriever"},
+    ("router", "text2sql", "generator"): {"sql-3": "text2sql"},
+    ("router", "text2sql"): {"sql-3": "text2sql"},
+    ("text2sql", "retriever", "generator"): {"both-2": "retriever", "both-3": "text2sql"},
+    ("retriever", "generator"): {"docs-3": "retriever"},
+    ("text2sql",): {"sql-3": "text2sql"},
+    ("retriever",): {"docs-3": "retriever"},
+    ("generator",): {"docs-3": "generator"},
+}
+"""Per subset, the example cases the toy adapter gets wrong and the component each failure
+starts at (the `toy` notes of scaffold.EXAMPLES); every other case passes end to end."""
+
 
 def invoke(*args: str | Path, input: str | None = None):
     return CliRunner().invoke(cli, [str(a) for a in args], input=input)
@@ -44,40 +60,74 @@ def write_files(folder: Path, files: dict[str, str]) -> Path:
     return folder / "scenario.yaml"
 
 
-# ---- a filled-in adapter: what a user writes in place of each `raise not_implemented(...)` ----
-
-FILLED = {
-    'raise not_implemented("route", "router")':
-        "return [r for r in ROUTES if set(ROUTE_WORDS[r]) & set(tokens(question))]",
-    'raise not_implemented("text_to_sql", "text-to-SQL component")':
-        "return SQL_FOR[question]",
-    'raise not_implemented("retrieve", "retriever")':
-        "return sorted(corpus(), key=lambda i: -len(set(tokens(question)) & "
-        "set(tokens(corpus()[i]))))",
-    'raise not_implemented("generate", "generator")':
-        'return " ".join(contexts) or "I do not know."',
-}
-HELPERS = f'''
-
-import re
+def init_and_run(folder: Path, *init_args: str, separate: bool = False
+                 ) -> tuple[object, dict, list[dict]]:
+    """`evalharness init FOLDER --no-input ARGS`, then `evalharness scenario` on what it
+    wrote (``separate``: in a process of its own, as a user's next command): the run's CLI
+    result, report.json and results.jsonl."""
+    res = run_cli("init", folder, "--no-input", *init_args)
+    assert res.code == 0, res
+    assert "still run the toy example" in res.err  # validating imports system.py
+    out = folder / "run"
+    res = run_cli("scenario", folder / "scenario.yaml", "--out", out, "-q", separate=separate)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    results = [json.loads(line) for line in (out / "results.jsonl").open(encoding="utf-8")]
+    return res, report, results
 
 
-def tokens(text):
-    return re.findall(r"[a-z]+", text.lower())
+def metric_errors(report: dict) -> list[str]:
+    """Every metric of the report with an error: ``component.metric: reasons``."""
+    return [f"{name}.{metric}: {value.get('error_reasons')}"
+            for name, component in report["components"].items()
+            for metric, value in component["metrics"].items() if value.get("errors")]
 
 
-ROUTE_WORDS = {{"sql": ["products", "much", "cheapest", "many", "cost"],
-               "docs": ["return", "waterproof", "wash", "shipping"]}}
-SQL_FOR = {json.dumps({e.question: e.sql for e in EXAMPLES.values() if e.sql})}
-'''
+def verdict_metrics(report: dict) -> set[str]:
+    """``component.metric`` of every verdict criterion (end to end: the metric it names)."""
+    out = set()
+    for name, entry in report["verdict_criteria"].items():
+        for criterion in entry["criteria"]:
+            metric = criterion.split()[0]
+            out.add(metric if name == "end_to_end" else f"{name}.{metric}")
+    return out
 
 
-def fill_adapter(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
-    for marker, body in FILLED.items():
-        text = text.replace(marker, body)
-    assert "raise not_implemented(" not in text
-    path.write_text(text + HELPERS, encoding="utf-8")
+# ---- a user's application: what replaces each toy ---------------------------------------------
+
+GOLD = {e.question: {"routes": [scaffold.ROUTE_OF[c] for c in e.needs], "sql": e.sql,
+                     "ids": [e.relevant] if e.relevant else [], "answer": e.answer}
+        for e in EXAMPLES.values()}
+APPLICATION = f"""
+
+# ---- the application under test (here a perfect one: it knows the example's gold) ----
+
+GOLD = {GOLD!r}
+
+
+def route(question):
+    return GOLD[question]["routes"]
+
+
+def text_to_sql(question):
+    return GOLD[question]["sql"]
+
+
+def retrieve(question):
+    return GOLD[question]["ids"]
+
+
+def generate(question, contexts):
+    return GOLD[question]["answer"]
+"""
+
+
+def replace_toy(path: Path) -> None:
+    """What a user does: call the application in each function, and empty TOY (here the
+    appended definitions replace the toy's: `answer` looks its functions up when it runs)."""
+    text, n = re.subn(r"^TOY = \[.*\]$", "TOY = []", path.read_text(encoding="utf-8"),
+                      flags=re.M)
+    assert n == 1
+    path.write_text(text + APPLICATION, encoding="utf-8")
 
 
 # ---- rendering ------------------------------------------------------------------------------
@@ -91,15 +141,18 @@ def test_each_subset_renders_a_valid_scenario(tmp_path, components):
     check_resources(loaded)
     func = load_system(loaded)
     assert sorted(loaded.pipeline.order) == sorted(components)
-    assert len(loaded.gates) == len(components)
     assert {e.component for e in loaded.evaluators} == set(components)
-    assert len(loaded.cases) == 3
+    assert len(loaded.cases) == len(scaffold.example_ids(components)) >= 3
     assert ("data/schema.sql" in files) == ("text2sql" in components)
     assert ("data/corpus.jsonl" in files) == ("retriever" in components)
     system = files["system.py"]
     for component, function in scaffold.FUNCTION_OF.items():
         assert (f"def {function}(" in system) == (component in components)
     assert system.count("# TODO: call your") == len(components)
+    assert system.count("    # The toy") == len(components)
+    assert "NotImplementedError" not in system
+    names = ", ".join(f'"{scaffold.FUNCTION_OF[c]}"' for c in components)
+    assert f"\nTOY = [{names}]\n" in system
     # honours overrides whenever a component upstream of the generator can be replaced
     assert ("overrides" in inspect.signature(func).parameters) == (components != ("generator",))
     # every case carries the gold its components need, and only that
@@ -111,11 +164,25 @@ def test_each_subset_renders_a_valid_scenario(tmp_path, components):
             assert gold.sql is None
         if "retriever" not in components:
             assert gold.relevant is None
-    if "router" in components:  # one example per route, each route covered
+    if "router" in components:  # each route covered
         routes = {r for case in loaded.cases for r in case.gold.routes}
         assert routes == set(loaded.pipeline.routes())
     elif {"text2sql", "retriever"} <= set(components):  # both run on every case
         assert all(c.gold.sql and c.gold.relevant for c in loaded.cases)
+    # the verdicts are written out, and each has a gate on the same metric
+    text = files["scenario.yaml"]
+    rules = scaffold.criteria(components)
+    for rule in rules:
+        prefix = "generator." if rule.component == "end_to_end" else ""
+        assert f"  {rule.component}: {prefix}{rule.metric} {rule.verdict}" in text
+    gates = {f"{g.component}.{g.metric}" for g in loaded.gates}
+    assert len(loaded.gates) == len(gates) == len({r.metric for r in rules})
+    assert gates == {f"{'generator' if r.component == 'end_to_end' else r.component}.{r.metric}"
+                     for r in rules}
+    assert ("  end_to_end: generator.correctness_f1 >= 0.5" in text) == (
+        "generator" in components)
+    evaluators = {e.name for e in loaded.evaluators}
+    assert not evaluators & {"routing", "generation_cost", "numeric_consistency"}
 
 
 @pytest.mark.parametrize("name", ["2024", "null", "my-app_v1.2"])
@@ -157,18 +224,29 @@ def test_users_data_paths_are_relative_to_the_scenario(tmp_path):
     assert module.DATABASE.resolve() == db and module.CORPUS.resolve() == corpus
     assert module.run_sql("SELECT count(*) FROM t") == (["count(*)"], [[0]])
     assert module.corpus() == {"a": "alpha"}
+    assert module.retrieve("alpha and beta") == ["a"]
 
 
-def test_filled_adapter_honours_overrides(tmp_path):
-    """Once filled in, the adapter takes part in oracle headroom: it uses and records each
-    override (what the harness checks with `oracle.ignored`)."""
-    path = write_files(tmp_path, render(Choices(name="demo"), tmp_path))
-    fill_adapter(tmp_path / "system.py")
-    module = import_file(tmp_path / "system.py", "test_init")
+# ---- the toy adapter --------------------------------------------------------------------------
+
+
+def test_toy_adapter_works_and_honours_overrides(tmp_path, capsys):
+    """The toy works on the example data, says it is a toy when imported, and takes part in
+    oracle headroom: it uses and records each override (what `oracle.ignored` checks)."""
+    write_files(tmp_path, render(Choices(name="demo"), tmp_path))
+    module = import_file(tmp_path / "system.py", "test_init_toy")
+    assert "route, text_to_sql, retrieve, generate still run the toy" in capsys.readouterr().err
+    assert module.route("Do you sell a wool scarf?") == ["docs"]  # none of its words: the last
+    assert module.text_to_sql("What is the cheapest bag over 50 euros?") == (
+        "SELECT name, price FROM products WHERE category = 'bags' ORDER BY price LIMIT 1")
+    assert module.retrieve("When will my order arrive?") == ["returns"]
+    assert module.generate("?", ["name: Rain Jacket, price: 89.0", "A b. C d."]) == (
+        "Rain Jacket, 89.0. A b.")
     case = Case(id="x", question="How much is the Rain Jacket, and how do I keep it waterproof?")
     plain = module.answer(case)
     assert plain.router.routes == ["sql", "docs"]
-    assert plain.text2sql.rows == [[89.0]] and plain.retriever.ids[0] == "waterproofing"
+    assert plain.text2sql.rows == [["Rain Jacket", 89.0]]
+    assert plain.retriever.ids == ["waterproofing"]
     given = {"router": {"routes": ["docs"]},
              "retriever": {"ids": ["returns"], "texts": ["Returns within 30 days."]}}
     trace = module.answer(case, overrides=given)
@@ -179,64 +257,103 @@ def test_filled_adapter_honours_overrides(tmp_path):
     assert oracle.ignored(trace, sql) is None and "1: 1" in trace.generator.contexts
     with pytest.raises(ValueError, match="cannot override generator"):
         module.answer(case, overrides={"generator": {"answer": "x"}})
-    assert load_scenario(path).system.callable == "system.py:answer"
 
 
-# ---- init -> validate -> scenario -------------------------------------------------------------
+# ---- init -> validate -> scenario: the first report ----------------------------------------------
 
 
-def test_init_validate_scenario_in_a_fresh_folder(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    """`evalharness init DIR --no-input`, then its first `evalharness scenario` run."""
+    folder = tmp_path_factory.mktemp("first") / "evals"
+    return (folder, *init_and_run(folder, separate=True))
+
+
+def test_first_report_has_a_bottleneck(first_run):
+    folder, res, report, results = first_run
+    assert res.code == 1, res  # the toy fails gates
+    assert "still run the toy example, not your application" in res.err
+    bottleneck = report["bottleneck"]
+    ends = bottleneck["end_to_end"]
+    assert (ends["cases"], ends["passed"], ends["failed"], ends["errors"]) == (8, 5, 3, 0)
+    failing = {r["component"]: r["failures"] for r in bottleneck["ranking"] if r["failures"]}
+    assert failing == {"router": 1, "text2sql": 1, "retriever": 1}
+    assert bottleneck["unattributed"] == 0 and bottleneck["masked"] == 0
+    causes = {r["case"]["id"]: r["attribution"]["root_causes"] for r in results
+              if r["end_to_end"]["status"] == "fail"}
+    assert causes == {case: [c] for case, c in ROOT_CAUSES[COMPONENTS].items()}
+    # each designed failure is fixed by its component's oracle
+    fixed = {row["oracle"]: row["fixed"] for row in bottleneck["headroom"]
+             if row["oracle"] in ("router", "text2sql", "retriever")}
+    assert fixed == {"router": 1, "text2sql": 1, "retriever": 1}
+
+
+def test_first_report_judges_answers_and_gates_on_the_verdict_metrics(first_run):
+    folder, res, report, results = first_run
+    criteria = report["verdict_criteria"]
+    assert criteria["end_to_end"]["criteria"] == ["generator.correctness_f1 >= 0.5"]
+    assert criteria["generator"]["criteria"] == ["faithfulness >= 0.5"]
+    assert criteria["text2sql"]["criteria"] == ["equivalent >= 1"]
+    assert all(entry["source"] == "scenario" for entry in criteria.values())
+    gates = {f"{g['component']}.{g['metric']}" for g in report["gates"]}
+    assert gates == verdict_metrics(report) | {"generator.correctness_f1"}
+    assert metric_errors(report) == []
+    assert report["cases"]["system_errors"] == 0
+    # the heuristic judge's correctness tells the toy's right answers from its wrong ones
+    f1 = {r["case"]["id"]: r["components"]["generator"]["metrics"]["correctness_f1"]["value"]
+          for r in results}
+    wrong = set(ROOT_CAUSES[COMPONENTS])
+    assert max(f1[c] for c in wrong) < 0.1
+    assert min(f1[c] for c in f1 if c not in wrong) > 0.6
+
+
+def test_the_same_scenario_passes_once_the_toy_is_replaced(first_run, tmp_path):
+    """Replace every toy by (here, a perfect) application: the scenario, unchanged, passes
+    its gates, and no note says toy."""
+    folder = first_run[0]
+    res = invoke("validate", folder / "scenario.yaml")
+    assert res.exit_code == 0, res.output
+    replace_toy(folder / "system.py")
+    res = run_cli("scenario", folder / "scenario.yaml", "--out", tmp_path / "run2", "-q")
+    assert res.code == 0, res
+    assert "toy" not in res.err
+    report = json.loads((tmp_path / "run2" / "report.json").read_text())
+    assert [g["passed"] for g in report["gates"]] == [True] * 5
+    assert report["bottleneck"]["end_to_end"]["failed"] == 0
+    assert metric_errors(report) == []
+
+
+def test_init_in_a_fresh_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = invoke("init", "evals", "--no-input")
     assert res.exit_code == 0, res.output
     for rel in ("scenario.yaml", "system.py", "cases.jsonl", "data/schema.sql",
                 "data/corpus.jsonl"):
         assert f"wrote {Path('evals') / rel}" in res.output
-    assert "evals/scenario.yaml: valid — 3 cases, 4 components" in res.output
+    assert "evals/scenario.yaml: valid — 8 cases, 4 components" in res.output
+    assert "evals/system.py runs a toy over the example data, not your application" in (
+        res.output)
+    assert "1. evalharness scenario evals/scenario.yaml" in res.output
     assert "evalharness validate evals/scenario.yaml" in res.output
-    assert "evalharness scenario evals/scenario.yaml" in res.output
     assert "name: evals" in (tmp_path / "evals" / "scenario.yaml").read_text()
 
-    res = invoke("validate", "evals/scenario.yaml")
-    assert res.exit_code == 0, res.output
 
-    res = invoke("scenario", "evals/scenario.yaml", "--out", "run1")
-    assert res.exit_code == 1, res.output
-    assert "3 of 3 cases failed in the system under test" in res.output
-    results = [json.loads(line) for line in (tmp_path / "run1" / "results.jsonl").open()]
-    assert len(results) == 3
-    for r in results:
-        error = r["trace"]["error"]
-        assert error.startswith("NotImplementedError: route() in ")
-        assert "system.py is not implemented yet" in error
-    report = json.loads((tmp_path / "run1" / "report.json").read_text())
-    assert report["gates"] and not any(g["passed"] for g in report["gates"])
-
-    # Fill in the adapter: the same scenario, unchanged, now passes (a fresh process, as a
-    # user's next run is: the unfilled module stays imported in this one).
-    fill_adapter(tmp_path / "evals" / "system.py")
-    res = run_cli("scenario", "evals/scenario.yaml", "--out", "run2", "--quiet", cwd=tmp_path)
-    assert res.code == 0, res
-    report = json.loads((tmp_path / "run2" / "report.json").read_text())
-    assert [g["passed"] for g in report["gates"]] == [True] * 4
-    assert report["cases"]["system_errors"] == 0
-    metrics = report["components"]
-    assert metrics["router"]["metrics"]["route_accuracy"]["mean"] == 1.0
-    assert metrics["text2sql"]["metrics"]["execution_accuracy"]["mean"] == 1.0
-    assert metrics["retriever"]["metrics"]["recall@1"]["mean"] == 1.0
-
-
-@pytest.mark.parametrize("components", ["retriever,generator", "text2sql"])
-def test_unfilled_subset_fails_its_gates(tmp_path, components):
-    res = invoke("init", tmp_path / "e", "--no-input", "--components", components)
-    assert res.exit_code == 0, res.output
-    res = invoke("scenario", tmp_path / "e" / "scenario.yaml", "--out", tmp_path / "r", "-q")
-    assert res.exit_code == 1, res.output
-    first = components.split(",")[0]
-    function = scaffold.FUNCTION_OF[first]
-    for line in (tmp_path / "r" / "results.jsonl").open():
-        assert f"{function}() in " in json.loads(line)["trace"]["error"]
-        assert "not implemented" in json.loads(line)["trace"]["error"]
+@pytest.mark.parametrize("components", SUBSETS[1:], ids=lambda c: "+".join(c))
+def test_each_subset_first_report_has_a_bottleneck(tmp_path, components):
+    """Every other combination init accepts runs with no metric error, and its bottleneck
+    table attributes the cases the toy gets wrong to the components designed to fail them."""
+    res, report, results = init_and_run(tmp_path / "e", "--components", ",".join(components))
+    assert res.code == 1, res
+    assert metric_errors(report) == []
+    gates = {f"{g['component']}.{g['metric']}" for g in report["gates"]}
+    assert gates == verdict_metrics(report) | (
+        {"generator.correctness_f1"} if "generator" in components else set())
+    expected = ROOT_CAUSES[components]
+    causes = {r["case"]["id"]: r["attribution"]["root_causes"] for r in results
+              if r["end_to_end"]["status"] == "fail"}
+    assert causes == {case: [c] for case, c in expected.items()}
+    failing = {r["component"] for r in report["bottleneck"]["ranking"] if r["failures"]}
+    assert failing == set(expected.values())
 
 
 # ---- refusals -------------------------------------------------------------------------------

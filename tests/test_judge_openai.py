@@ -227,8 +227,9 @@ def test_server_down_every_case_records_an_error(tmp_path):
     scenario = judged_scenario(tmp_path, url)
     res = run_cli("scenario", scenario, "--out", tmp_path / "o", "--no-cache",
                   env={"OPENAI_API_KEY": SECRET})
-    assert res.code == 0, res
+    assert res.code == 3, res  # the run could not do its work (docs/ci.md, "Exit codes")
     report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert "could not connect to" in report["infrastructure"][0]
     metrics = report["components"]["generator"]["metrics"]
     assert metrics["faithfulness"]["errors"] == 2 and metrics["faithfulness"]["mean"] is None
     reason = next(iter(metrics["faithfulness"]["error_reasons"]))

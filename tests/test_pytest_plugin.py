@@ -16,7 +16,17 @@ import pytest
 # Imported before pytester's in-process sessions, which drop the modules first imported inside
 # them (and numpy cannot be imported twice in one process).
 import evalharness.api  # noqa: F401
-from conftest import CASES, SHOP, SMALL_SCENARIO, TRACES, run_cli, write, write_jsonl
+from conftest import (
+    CASES,
+    JUDGED_UNREACHABLE,
+    SHOP,
+    SMALL_SCENARIO,
+    TRACES,
+    run_cli,
+    small_scenario,
+    write,
+    write_jsonl,
+)
 from evalharness.plugins import load_plugins
 from evalharness.scenario import load_scenario
 
@@ -268,3 +278,17 @@ def test_a_case_id_with_double_colons_or_a_bracket_is_selected_by_its_node_id(py
         (folder,) = out.iterdir()
         lines = (folder / "results.jsonl").read_text().splitlines()
         assert [json.loads(x)["case"]["id"] for x in lines] == [case]
+
+
+def test_pytest_plugin_says_why_the_run_could_not_do_its_work(tmp_path, pytester,
+                                                                 monkeypatch):
+    scenario = small_scenario(tmp_path, extra=JUDGED_UNREACHABLE)
+    scenario.write_text(scenario.read_text().replace("[answer_present]",
+                                                     "[faithfulness, answer_present]"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    result = pytester.runpytest_inprocess("--evalharness", str(scenario), "-p",
+                                          "no:cacheprovider", "--evalharness-out",
+                                          str(tmp_path / "runs"))
+    text = result.stdout.str()
+    assert "the run could not do its work: the judge (openai:judge-1) answered none" in text
+    assert "(the CLI exits 3 on this run; docs/ci.md)" in text

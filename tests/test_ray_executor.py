@@ -1,6 +1,9 @@
 """``--executor ray`` (docs/scale.md): the shop scenario on a local Ray instance gives the
 local executor's results and report (timing left out), survives a worker killed mid-run,
-resumes after the driver is interrupted, and runs on a two-node cluster on localhost.
+resumes after the driver is interrupted, and runs on a two-node cluster on localhost. A node
+that dies is an infrastructure failure (exit 3, the report of what completed, --resume runs
+the rest), an address where no cluster answers is an input error before anything is written,
+and a local instance listens on 127.0.0.1 only and leaves no process behind.
 
 Ray is the ``ray`` extra (in ``dev``, so CI runs these); without it they are skipped, except
 under ``CI=true``, where a missing Ray fails."""
@@ -13,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -70,11 +74,69 @@ def report_without_timing(run: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """One local Ray instance for the module: 2 CPUs, no dashboard, a small object store."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False,
-             object_store_memory=80 * 1024 * 1024, log_to_driver=False)
+    """One local Ray instance for the module: 2 CPUs, no dashboard, a small object store,
+    listening on 127.0.0.1 only."""
+    from evalharness.executors import loopback_only
+
+    with loopback_only():
+        ray.init(address="local", num_cpus=2, include_dashboard=False,
+                 object_store_memory=80 * 1024 * 1024, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+LOOPBACK = ("127.0.0.1", "::ffff:127.0.0.1", "::1")
+
+
+class Descendants:
+    """The processes a command started, watched while it runs (psutil, which Ray ships):
+    every one seen, and every listening socket of theirs — or of the command itself, Ray's
+    driver — on another address than the loopback."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        import psutil
+
+        self.psutil, self.root = psutil, psutil.Process(proc.pid)
+        self.seen: dict[int, psutil.Process] = {}
+        self.names: set[str] = set()
+        self.exposed: set[tuple[str, str, int]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        psutil = self.psutil
+        while not self._stop.is_set():
+            try:
+                children = self.root.children(recursive=True)
+            except psutil.Error:
+                children = []
+            for child in [self.root, *children]:
+                try:
+                    if child is not self.root and child.pid not in self.seen:
+                        self.seen[child.pid] = child
+                        self.names.add(child.name())
+                    for conn in child.net_connections(kind="inet"):
+                        if conn.status == psutil.CONN_LISTEN and conn.laddr.ip not in LOOPBACK:
+                            self.exposed.add((child.name(), conn.laddr.ip, conn.laddr.port))
+                except psutil.Error:
+                    pass
+            self._stop.wait(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def left(self) -> list[str]:
+        """The ones still running (the same process: psutil checks its start time)."""
+        out = []
+        for process in self.seen.values():
+            try:
+                if process.is_running() and process.status() != self.psutil.STATUS_ZOMBIE:
+                    out.append(f"{process.pid} {process.name()}")
+            except self.psutil.Error:
+                pass
+        return out
 
 
 def test_groups_are_picked_by_a_stable_hash_of_the_case_id():
@@ -142,6 +204,18 @@ def crashy_scenario(tmp_path: Path, **options) -> Path:
     return path
 
 
+def resume_equals_local(scenario: Path, out: Path, env: dict, tmp_path: Path) -> None:
+    """``--resume`` of the run in ``out`` on Ray completes it; its results then equal an
+    uninterrupted local run's, every case once."""
+    resumed = run_cli("scenario", scenario, "--out", out, "--executor", "ray", "--resume",
+                      "--no-headroom", "-q", env=env, separate=True)
+    assert resumed.code in (0, 1), resumed
+    import evalharness
+
+    evalharness.run_scenario(scenario, out=tmp_path / "local", headroom=False)
+    assert normalised(out) == normalised(tmp_path / "local")
+
+
 def test_a_worker_killed_mid_run_loses_no_case(local_ray, tmp_path):
     scenario = crashy_scenario(tmp_path, crash_on="q007")
     import evalharness
@@ -168,6 +242,7 @@ def test_the_driver_interrupted_then_resumed(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "evalharness.cli", "scenario", str(scenario),
                              "--out", str(out), "--executor", "ray", "--no-headroom", "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    watched = Descendants(proc)
     results = out / "results.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -178,6 +253,7 @@ def test_the_driver_interrupted_then_resumed(tmp_path):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
+        watched.stop()
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
@@ -186,19 +262,156 @@ def test_the_driver_interrupted_then_resumed(tmp_path):
     written = results.read_text().count("\n")
     assert proc.returncode == 130, err
     assert 1 <= written < 51, err
-    resumed = run_cli("scenario", scenario, "--out", out, "--executor", "ray", "--resume",
-                      "--no-headroom", "-q", env=env, separate=True)
-    assert resumed.code in (0, 1), resumed
-    import evalharness
+    # the local instance listened on 127.0.0.1 only, and none of its processes outlived it
+    assert "raylet" in watched.names, watched.names
+    assert not watched.exposed, watched.exposed
+    assert not watched.left(), watched.left()
+    resume_equals_local(scenario, out, env, tmp_path)
 
-    evalharness.run_scenario(scenario, out=tmp_path / "local", headroom=False)
-    assert normalised(out) == normalised(tmp_path / "local")
+
+def test_a_node_that_dies_stops_the_run_with_exit_3_then_resume_completes_it(tmp_path):
+    """The node's RuntimeEnvAgent killed mid-run (its raylet dies with it, and every group
+    still running or waiting fails): the run ends with the infrastructure exit code 3, a
+    message saying what died and how many cases completed, the report of those, no case
+    written as an error, and no process left behind; --resume then runs exactly the rest,
+    and the results equal a local run's."""
+    scenario = crashy_scenario(tmp_path, delay=0.3)
+    out = tmp_path / "run"
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "evalharness.cli", "scenario", str(scenario),
+                             "--out", str(out), "--executor", "ray", "--concurrency", "1",
+                             "--no-headroom", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    watched = Descendants(proc)
+    results = out / "results.jsonl"
+    killed = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not killed:
+            if results.is_file() and results.read_text().count("\n") >= 1:
+                for child in list(watched.seen.values()):
+                    try:
+                        if child.name() == "ray::RuntimeEnvAgent":
+                            child.kill()
+                            killed.append(child.pid)
+                    except watched.psutil.Error:
+                        pass
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        watched.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert killed, f"no RuntimeEnvAgent to kill\n{err}"
+    written = normalised(out)
+    assert proc.returncode == 3, err
+    assert "raylet died" in err and f"{len(written)} of 51 cases completed" in err, err
+    assert "--resume" in err, err
+    assert 1 <= len(written) < 51
+    assert not any(r["trace"].get("error") for r in written.values()), "a case error"
+    assert (out / "report.json").is_file()
+    assert not watched.exposed, watched.exposed
+    assert not watched.left(), watched.left()
+
+    resume_equals_local(scenario, out, env, tmp_path)
+
+
+def test_a_cluster_that_vanishes_while_the_driver_waits_is_exit_3_not_a_hang(tmp_path):
+    """The head node of a `ray start` cluster killed (its whole process group) while the
+    CLI waits on it: Ray's calls would block until Ray ends the driver a minute later with
+    no report; the driver's watch of the cluster's GCS stops the run within seconds, exit
+    3, with the report of what completed."""
+    import psutil
+
+    from evalharness.testing.ray_cluster import ENV, localhost_cluster
+
+    scenario = crashy_scenario(tmp_path, delay=0.3)
+    out = tmp_path / "run"
+    env = {**os.environ, **ENV}
+    with localhost_cluster([2], cwd=tmp_path) as address:
+        heads = [p for p in psutil.Process().children()
+                 if "--head" in p.cmdline() and address.rsplit(":", 1)[1] in p.cmdline()]
+        assert len(heads) == 1
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "evalharness.cli", "scenario", str(scenario), "--out",
+             str(out), "--executor", "ray", "--address", address, "--concurrency", "1",
+             "--no-headroom", "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        results = out / "results.jsonl"
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and proc.poll() is None:
+                if results.is_file() and results.read_text().count("\n") >= 1:
+                    break
+                time.sleep(0.05)
+            os.killpg(heads[0].pid, signal.SIGKILL)
+            killed_at = time.monotonic()
+            _, err = proc.communicate(timeout=120)
+            waited = time.monotonic() - killed_at
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    assert proc.returncode == 3, err
+    assert waited < 40, f"the driver waited {waited:.0f} s"
+    assert "the Ray cluster stopped answering" in err and "cases completed" in err, err
+    assert (out / "report.json").is_file()
+    assert 1 <= len(normalised(out)) < 51
+
+
+def test_a_stale_or_unreachable_address_is_an_input_error_before_anything_is_written(
+        tmp_path):
+    """`--address auto` with the note of a cluster that has stopped, or an address where
+    nothing listens: exit 2 within seconds, naming the address, nothing written (the run
+    used to hang for minutes after writing run.json, run.lock and results.jsonl)."""
+    ray_tmp = tmp_path / "ray-tmp"  # Ray's temp folder (RAY_TMPDIR), not the machine's
+    (ray_tmp / "ray").mkdir(parents=True)
+    (ray_tmp / "ray" / "ray_current_cluster").write_text("127.0.0.1:9\n")
+    env = {"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": "", "RAY_USAGE_STATS_ENABLED": "0"}
+    for address, named in (("auto", "ray_current_cluster"), ("127.0.0.1:9", "127.0.0.1:9")):
+        out = tmp_path / f"run-{address}"
+        t0 = time.monotonic()
+        done = run_cli("scenario", SHOP, "--out", out, "--executor", "ray", "--address",
+                       address, "-q", env=env, separate=True, timeout=60)
+        assert done.code == 2, done
+        assert time.monotonic() - t0 < 20, "it waited for the cluster"
+        assert "no Ray cluster answers at 127.0.0.1:9" in done.err and named in done.err
+        assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
+
+
+def test_ray_failures_are_named_by_what_died():
+    """Each way Ray says the machinery failed is one line naming what died; a task's own
+    exception is shown through Ray's wrapper."""
+    import ray.exceptions as rx
+
+    from evalharness.errors import InfrastructureError, RunError
+    from evalharness.executors import _reason
+
+    assert _reason(rx.LocalRayletDiedError()) == \
+        "this machine's Ray raylet died (LocalRayletDiedError)"
+    assert _reason(rx.WorkerCrashedError()).startswith("a worker process died")
+    assert _reason(rx.NodeDiedError("node 1 died")).startswith("a Ray node died")
+    assert _reason(rx.ActorDiedError()).startswith("the run's judge service")
+    assert _reason(rx.ObjectLostError("abc" * 14, "owner", "call site")).startswith(
+        "a group's results were lost")
+    assert _reason(rx.GetTimeoutError("late")).startswith("the cluster did not answer")
+    assert _reason(rx.RaySystemError("boom")) == "Ray failed (RaySystemError)"
+    assert _reason(ConnectionError("gone")).startswith("the connection to the Ray cluster")
+    wrapped = rx.RayTaskError("run_group", "traceback", rx.WorkerCrashedError())
+    assert _reason(wrapped).startswith("a worker process died")
+    own = rx.RayTaskError("run_group", "traceback", RunError("other inputs than the driver"))
+    assert _reason(own) == ("a worker failed on a group of cases: RunError: other inputs "
+                            "than the driver")
+    lost = rx.RayTaskError("run_group", "tb", InfrastructureError("the judge service died"))
+    assert _reason(lost) == "the judge service died"
 
 
 def test_a_two_node_cluster_on_localhost(tmp_path):
     """`ray start --head --num-cpus 1` and a second node joining it (`--num-cpus 1`), both in
-    the foreground in their own process groups, stopped by process id; the CLI runs the shop
-    scenario on them with --address."""
+    the foreground in their own process groups, on 127.0.0.1, stopped by process id; the CLI
+    runs the shop scenario on them with --address (joining on the loopback: the cluster does
+    not answer on the machine's address)."""
     from evalharness.testing.ray_cluster import ENV, localhost_cluster
 
     env = {**os.environ, **ENV}
@@ -208,10 +421,12 @@ def test_a_two_node_cluster_on_localhost(tmp_path):
                        address, "--no-headroom", "-q", env=env, timeout=240, separate=True)
         assert done.code in (0, 1), done
         assert len(normalised(out)) == 51
+        # both nodes joined, each on 127.0.0.1 (so listening there only)
         nodes_seen = run_cli_python(
-            f"import ray; ray.init(address={address!r}, log_to_driver=False); "
-            "print(len([n for n in ray.nodes() if n['Alive']]))", env)
-        assert nodes_seen.strip().splitlines()[-1] == "2"
+            "import ray; from evalharness.executors import loopback_only\n"
+            f"with loopback_only(): ray.init(address={address!r}, log_to_driver=False)\n"
+            "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))", env)
+        assert nodes_seen.strip().splitlines()[-1] == "['127.0.0.1', '127.0.0.1']"
 
 
 def run_cli_python(code: str, env: dict) -> str:
@@ -323,9 +538,11 @@ def test_the_llm_judge_is_one_for_the_whole_cluster(local_ray, tmp_path):
     assert usage["cost"] <= ceiling and usage["refused"] > 0
 
 
-def test_a_judge_service_that_died_makes_errors_not_a_crash(local_ray, tmp_path):
+def test_a_judge_service_that_died_fails_the_group_not_its_cases(local_ray, tmp_path):
     """A worker whose judge service is gone gets judgments and embeddings that are errors
-    with the reason (the run goes on and says what to do), never an exception."""
+    with the reason (never an exception inside an evaluator), and the judge says it lost the
+    service: run_group then fails the group (an infrastructure failure, --resume reruns it)
+    rather than return results whose judgments are that error."""
     import dataclasses
 
     import ray as ray_
@@ -347,6 +564,7 @@ def test_a_judge_service_that_died_makes_errors_not_a_crash(local_ray, tmp_path)
     out = judge.run_many(CLAIMS, [ClaimsInput(question="q", answer="a")])
     vectors = judge.embed_many([["a text"]])
     judge.close()
-    assert out[0].output is None and "the cluster's judge service failed" in out[0].error
-    assert "come from the cache" in out[0].error
-    assert vectors[0].vectors is None and "judge service failed" in vectors[0].error
+    assert out[0].output is None and "judge service" in out[0].error
+    assert "could not be reached" in out[0].error and "come from the cache" in out[0].error
+    assert vectors[0].vectors is None and "judge service" in vectors[0].error
+    assert judge.lost == out[0].error

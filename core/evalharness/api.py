@@ -27,6 +27,7 @@ from evalharness.ci import write_ci_outputs
 from evalharness.compare import Comparison
 from evalharness.compare import compare_runs as _compare_runs
 from evalharness.errors import EvalHarnessError
+from evalharness.goldcheck import require_gold
 from evalharness.junit import check_writable
 from evalharness.lock import RunLock
 from evalharness.models import CaseResult, Report
@@ -47,11 +48,16 @@ class RunInterrupted(EvalHarnessError):
     """The run was stopped (Ctrl-C, SIGTERM) before every case was evaluated. What was
     evaluated is saved in ``out_dir``; rerun with ``resume=True`` to continue."""
 
-    def __init__(self, out_dir: Path, saved: int | None, total: int) -> None:
+    def __init__(self, out_dir: Path, saved: int | None, total: int, *,
+                 began: bool = True) -> None:
         self.out_dir, self.saved, self.total = out_dir, saved, total
+        self.began = began
+        """Whether the run had begun (its folder written): without, there is nothing to
+        resume."""
         done = "some" if saved is None else str(saved)
         super().__init__(f"interrupted: {done} of {total} cases are saved in "
-                         f"{out_dir / RESULTS}; continue with resume=True (--resume)")
+                         f"{out_dir / RESULTS}; continue with resume=True (--resume)" if began
+                         else "interrupted before the run began: nothing was written")
 
 
 @dataclass
@@ -108,6 +114,11 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
                   judge_concurrency=judge_concurrency, cache=cache)
     where = make_executor(loaded, executor, address)
     loaded, chosen = choose(loaded, selection or Selection())
+    # a gold route the pipeline does not have would score a silent 0: refused before the run
+    # (the cheap check; `evalharness validate` also checks chunk ids and runs the gold SQL)
+    require_gold(loaded, sql=False, corpus=False,
+                 hint="\nFix these gold routes, or the pipeline's `routes:`; `evalharness "
+                      "validate` checks the chunk ids and the gold SQL too.")
     if resume and out is None:
         raise EvalHarnessError("resume needs out: the folder of the run to continue "
                                "(--resume needs --out)")
@@ -115,6 +126,13 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
     if junit_xml is not None:
         junit_xml = Path(junit_xml)
         check_writable(junit_xml)  # before the run, not after it
+    try:  # join the cluster (or refuse its address) before anything of the run is written
+        getattr(where, "start", lambda: None)()
+    except BaseException as exc:
+        where.close()
+        if isinstance(exc, KeyboardInterrupt):
+            raise RunInterrupted(out_dir, 0, len(loaded.cases), began=False) from None
+        raise
     existed = out_dir.exists()
     try:
         with RunLock(out_dir):  # held until the reports are written

@@ -16,7 +16,12 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from evalharness import __version__
-from evalharness.errors import EvalHarnessError
+from evalharness.errors import EvalHarnessError, InfrastructureError
+from evalharness.exitcodes import GATE_FAILED as EXIT_GATE_FAILED
+from evalharness.exitcodes import INFRASTRUCTURE as EXIT_INFRASTRUCTURE
+from evalharness.exitcodes import INPUT as EXIT_INPUT
+from evalharness.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
+from evalharness.exitcodes import run_status
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
 from evalharness.report import (
@@ -33,12 +38,8 @@ from evalharness.report import (
     pct_ci,
     usage_line,
 )
-from evalharness.runner import Progress, check_resources, load_system, make_judge
+from evalharness.runner import Progress, validate_scenario
 from evalharness.scenario import ScenarioFile, load_scenario
-
-EXIT_GATE_FAILED = 1
-EXIT_INPUT = 2
-EXIT_INTERRUPTED = 130
 
 
 class InputProblem(click.ClickException):
@@ -78,6 +79,9 @@ class Commands(click.Group):
             return super().invoke(ctx)
         except EvalHarnessError as exc:
             raise InputProblem(str(exc)) from None
+        except KeyboardInterrupt:  # Ctrl-C before a command's own handling: 130, as for any
+            click.echo("interrupted", err=True)  # run (click's own answer, exit 1, would
+            sys.exit(EXIT_INTERRUPTED)           # read as "a gate failed")
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -183,8 +187,10 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
     failed, filtered, sampled, limited); the report says how, and --resume continues only the
     same choice. With GITHUB_STEP_SUMMARY set, report.md is appended to it.
 
-    Exit code 0 when every gate passes, 1 when a gate fails, 2 for invalid input,
-    130 when interrupted (rerun with --resume to continue).
+    Exit code 0 when every gate passes, 1 when a gate fails, 2 for invalid input (nothing
+    ran), 3 when the run could not do its work (a cluster's worker or node died, the judge
+    answered no request: the report covers what completed), 4 when the system failed on
+    every case, 130 when interrupted (rerun with --resume to continue). See docs/ci.md.
 
     \b
     Examples:
@@ -216,6 +222,9 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
                        headroom=not no_headroom, selection=selection, junit_xml=junit_xml,
                        progress=progress, executor=executor, address=address)
     except RunInterrupted as exc:
+        if not exc.began:
+            click.echo(f"{exc}: run the same command again", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         click.echo(f"interrupted: {'some' if exc.saved is None else exc.saved} of {exc.total} "
                    f"cases are saved in {exc.out_dir / 'results.jsonl'}; continue with: "
                    f"evalharness scenario {path} --out {exc.out_dir} --resume"
@@ -223,17 +232,24 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
         sys.exit(EXIT_INTERRUPTED)
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
+    except InfrastructureError as exc:  # before the run began: a cluster that would not start
+        click.echo(f"error: the run could not do its work: {exc} (exit code "
+                   f"{EXIT_INFRASTRUCTURE})", err=True)
+        sys.exit(EXIT_INFRASTRUCTURE)
     report, paths = done.report, done.paths
     if not quiet:
         print_summary(report, Console(width=None if sys.stdout.isatty() else 120))
         wrote = [str(done.out_dir / "results.jsonl"), *(str(p) for p in paths.values())]
         click.echo(f"\nwrote {', '.join(wrote)}")
-    failed = [g for g in report.gates if not g.passed]
-    if failed:
-        if quiet:
-            for g in failed:
+    status = run_status(report)
+    if status.code == EXIT_GATE_FAILED and quiet:
+        for g in report.gates:
+            if not g.passed:
                 click.echo(f"gate failed: {g.name} (value {fmt(g.value)}; {g.reason})", err=True)
-        sys.exit(EXIT_GATE_FAILED)
+    elif not status.did_its_work:  # even with -q: a CI log must say why the job is red
+        click.echo(f"error: {status.reason} (exit code {status.code})", err=True)
+    if status.code:
+        sys.exit(status.code)
 
 
 def _selection_flags(limit: int | None, sample: int | None, seed: int,
@@ -290,6 +306,8 @@ def print_summary(report: Report, console: Console) -> None:
         console.print(f"judge: {usage_line(report.judge['usage'])}")
     if report.judge.get("headroom_usage"):
         console.print(f"judge, oracle reruns: {usage_line(report.judge['headroom_usage'])}")
+    for problem in report.infrastructure:
+        console.print(f"[bold red]the run could not do its work: {escape(problem)}[/bold red]")
     if report.cases["system_errors"]:
         console.print(f"[yellow]{report.cases['system_errors']} of {report.cases['total']} cases "
                       "failed in the system under test: their components did not run and are "
@@ -304,7 +322,8 @@ def print_summary(report: Report, console: Console) -> None:
         for col in ("gate", "value", "errors", "result"):
             gates.add_column(col)
         for g in report.gates:
-            gates.add_row(g.name, fmt(g.value), f"{g.errors} of {g.n}",
+            gates.add_row(g.name, fmt(g.value), f"{g.errors} of {g.n}"
+                          + (f" ({g.missing} missing)" if g.missing else ""),
                           "[green]pass[/green]" if g.passed else
                           f"[bold red]FAIL[/bold red] {escape(g.reason or '')}")
         console.print(gates)
@@ -400,27 +419,31 @@ def schema(what: str) -> None:
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               help="A local plugin file to load (repeatable).")
-def validate(path: Path, plugins: tuple[str, ...]) -> None:
+@click.option("--no-gold-check", "no_gold_check", is_flag=True,
+              help="Do not check the cases' gold against the scenario (routes, chunk ids in "
+                   "the corpus, gold SQL on the database): for a corpus too large to read.")
+def validate(path: Path, plugins: tuple[str, ...], no_gold_check: bool) -> None:
     """Check a scenario file (and every file it names) without running anything.
 
+    Also checks every case's gold against the scenario: each gold route is a route of the
+    pipeline, each gold chunk id is in the corpus, and each gold SQL query parses in the
+    database's dialect and runs on the database (read-only, under a time limit). A problem
+    exits 2, listing the case ids and fields. See docs/scenario.md, "Checking the gold".
+
     \b
-    Example:
+    Examples:
       evalharness validate scenarios/shop.yaml
+      evalharness validate big.yaml --no-gold-check    # skip reading the corpus and the SQL
     """
     try:
-        loaded = load_scenario(path, extra_plugins=list(plugins))
-        if loaded.system is not None:
-            load_system(loaded)
-        judge = make_judge(loaded)
-        judge.close()
-        check_resources(loaded)
+        summary, warnings = validate_scenario(
+            path, plugins=plugins, gold=not no_gold_check,
+            hint="\nFix these gold labels, or skip the check with --no-gold-check.")
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
-    for warning in judge.warnings:
+    for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
-    n_eval = len(loaded.evaluators)
-    click.echo(f"{path}: valid — {len(loaded.cases)} cases, {len(loaded.pipeline.order)} "
-               f"components, {n_eval} evaluators, {len(loaded.gates)} gates")
+    click.echo(summary + (" (--no-gold-check)" if no_gold_check else ""))
 
 
 @cli.command()

@@ -38,6 +38,15 @@ class OutputError(EvalHarnessError):
     """An output file (``--junit-xml``, a report) cannot be written where it was asked for."""
 
 
+class InfrastructureError(Exception):
+    """The run could not do its work because the machinery around the system failed: a
+    cluster's worker, raylet or node died, the judge endpoint answered no request. Not an
+    :class:`EvalHarnessError` (the input is fine; running again may succeed): the run writes
+    the report of what completed, records the reason (``Report.infrastructure``) and the CLI
+    exits 3 (:mod:`evalharness.exitcodes`); the cases that did not complete have no line in
+    ``results.jsonl``, so ``--resume`` runs them."""
+
+
 class NoOracle(Exception):  # noqa: N818 - it is a signal, not a failure of the run
     """Raised by an :func:`~evalharness.hookspecs.oracle_output` implementation when a case
     lacks the gold its component's oracle output is built from; the message says which.

@@ -30,10 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from evalharness.errors import USER_CODE_ERRORS, Escaped, describe, user_traceback
+from evalharness.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
 from evalharness.models import Case, Trace
-
-EXIT_INTERRUPTED = 130
-
 
 # --------------------------------------------------------------------------------------------
 # Abandonable threads

@@ -8,7 +8,10 @@ run and a :class:`WorkerSpec` — what a worker needs to load the same scenario 
 path, extra plugins, the judge settings after the command line's overrides, the run folder) —
 and hands back, as groups of cases finish, their results as ``results.jsonl`` lines. Only the
 driver writes the run folder (it holds the run lock), so a result is written once however
-often a worker was retried, and ``--resume`` reruns exactly the cases without a line.
+often a worker was retried, and ``--resume`` reruns exactly the cases without a line. When
+the machinery fails (a worker, raylet, node or the whole cluster dies) the executor raises
+:class:`~evalharness.errors.InfrastructureError`: the cases it did not finish get no line,
+never an error result.
 
 Work is split by case id: a stable hash of the id picks the group, so the same case lands in
 the same group whatever the order or number of the other cases.
@@ -17,20 +20,27 @@ the same group whatever the order or number of the other cases.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import dataclasses
 import hashlib
+import importlib.util
+import ipaddress
 import json
 import os
+import socket
+import threading
+import time
 import uuid
-from collections.abc import Callable, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evalharness.errors import RunError, UsageError
+from evalharness.errors import InfrastructureError, RunError, UsageError
 from evalharness.judge.base import Embeddings, Judge, JudgeConfig, Judgment
-from evalharness.models import Case, CaseResult, Trace
+from evalharness.models import Case, Trace
 
 GROUP_SIZE = 16
 """Cases per task, on average: enough to pay a task's overhead, few enough to spread."""
@@ -217,9 +227,30 @@ def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) 
     results = evaluate_batch(state.scenario, state.context, list(zip(cases, traces,
                                                                       strict=True)),
                              warned=set(), only=only)
+    lost = getattr(state.context.judge, "lost", None)
+    if lost is not None:  # not the judgments' fault: the group fails, --resume reruns it
+        _STATES.pop(spec.key(), None)
+        raise InfrastructureError(lost)
     for result in results:
         result.warnings.extend(state.scenario.trace_notes.get(result.case.id, ()))
     return [result.to_line() for result in results]
+
+
+def _packed(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) -> bytes:
+    """:func:`run_group`'s lines, compressed: what a Ray task returns. Small enough to come
+    back inline with the task's reply rather than through the object store — the driver then
+    never uses its node's object store, whose loss (the raylet dying) makes Ray end the
+    driver's process at its next use, with no report. The spec comes the same way, not
+    ``ray.put``."""
+    return zlib.compress(json.dumps(run_group(spec, group, judge)).encode("utf-8"), 1)
+
+
+def _unpacked(packed: bytes) -> list[str]:
+    """
+    >>> _unpacked(zlib.compress(json.dumps(["{}"]).encode()))
+    ['{}']
+    """
+    return json.loads(zlib.decompress(packed).decode("utf-8"))
 
 
 async def _answer(state: _State, calls: list[tuple[int, Case, dict]], concurrency: int
@@ -281,12 +312,16 @@ class JudgeService:
 
 class ClusterJudge(Judge):
     """A worker's judge when the run has a :class:`JudgeService`: the same identity as the
-    driver's judge; every judgment and embedding is asked of the service (an error there is
-    the judgment's error, never an exception)."""
+    driver's judge; every judgment and embedding is asked of the service. The service's own
+    answers (an endpoint's error among them) are the judgments; a service that cannot be
+    reached (its actor died) makes the judgments errors and sets :attr:`lost`, and
+    :func:`run_group` then fails the group instead of returning results that say so."""
 
     def __init__(self, config: JudgeConfig, service: Any) -> None:
         super().__init__(config.model_copy(update={"cache_mode": "off"}))  # the service's
         self._service = service
+        self.lost: str | None = None
+        """Why the service could not be reached, once it could not."""
         self._identity = _get(service.identity.remote())
         self.backend = self._identity["backend"]
         self.is_llm = bool(self._identity["llm"])
@@ -310,8 +345,8 @@ class ClusterJudge(Judge):
         inputs = list(inputs)
         try:
             return await self._service.run_many.remote(task, inputs, rounds_after)
-        except Exception as exc:  # noqa: BLE001 - the judgments are errors, the run goes on
-            error = _service_error(exc)
+        except Exception as exc:  # noqa: BLE001 - the judgments are errors, the group fails
+            error = self.lost = self.lost or _service_error(exc)
             return [Judgment(task=task.id, rubric_version=task.version, backend=self.backend,
                              model=self.model, key=self.key(task, i), error=error)
                     for i in inputs]
@@ -320,8 +355,8 @@ class ClusterJudge(Judge):
         groups = [list(g) for g in groups]
         try:
             return await self._service.embed_many.remote(groups)
-        except Exception as exc:  # noqa: BLE001 - the embeddings are errors, the run goes on
-            error = _service_error(exc)
+        except Exception as exc:  # noqa: BLE001 - the embeddings are errors, the group fails
+            error = self.lost = self.lost or _service_error(exc)
             return [Embeddings(None, error=error, backend=self.backend,
                                model=self.embedding_model, texts=len(g)) for g in groups]
 
@@ -333,9 +368,10 @@ def _get(ref: Any) -> Any:
 
 
 def _service_error(exc: BaseException) -> str:
-    return (f"the cluster's judge service failed ({type(exc).__name__}: "
-            f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); run again: "
-            "the judgments already made come from the cache")[:500]
+    return (f"the run's judge service (a Ray actor on the driver's node) could not be reached "
+            f"({type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); the judgments "
+            "already made come from the cache when the run continues")[:500]
 
 
 # -- the driver's side ---------------------------------------------------------------------------
@@ -343,15 +379,20 @@ def _service_error(exc: BaseException) -> str:
 Emit = Callable[[list[Work], list[str]], None]
 """Take a group's results (its work, and a ``results.jsonl`` line for each; called in the
 driver, one group at a time)."""
-Failed = Callable[[list[Work], str], list[str]]
-"""The result lines of work whose group failed for good (the reason as the cases' error)."""
 
 
 class RayExecutor:
     """Cases spread over a Ray cluster: one task per group of cases (a stable hash of the id
-    picks the group), retried by Ray when its worker dies (``max_retries``); a group that
-    still fails has each of its cases recorded as an error with the reason. The driver writes
-    each group's lines as they arrive."""
+    picks the group), retried by Ray when its worker dies (``max_retries``). The driver
+    writes each group's lines as they arrive. A group that still fails — its worker, its
+    node or the cluster died, or the task itself raised — stops the run with an
+    :class:`~evalharness.errors.InfrastructureError`: its cases are no results (they have no
+    line, so ``--resume`` runs them), and what completed is reported.
+
+    :meth:`start` connects before the run folder is written: an address where no cluster
+    answers is a :class:`~evalharness.errors.UsageError` within seconds. A local instance
+    (no address) listens on 127.0.0.1 only, and :meth:`close` leaves none of its processes
+    behind."""
 
     name = "ray"
 
@@ -367,69 +408,150 @@ class RayExecutor:
         self.group_size = group_size
         self.max_retries = max_retries
         self._started = False
+        self._owner: _Owner | None = None
+        """The thread holding this executor's Ray connection (:meth:`start` began it; it may
+        still be connecting after Ctrl-C or a time-out)."""
+        self._processes: list[Any] = []
+        """The local instance's processes (psutil), when this executor started one."""
+        self._gcs: tuple[str, int] | None = None
+        """Where the cluster's GCS answers, watched while the driver waits."""
+        self._lost = False
+        """Whether the cluster was found gone (calls into Ray would wait on it)."""
         self._service: tuple[str, Any, str] | None = None
         self.service_summary: dict[str, Any] | None = None
         """What the run's judge service reported at the end (its limits, its warnings)."""
 
     def start(self) -> None:
-        """Connect to the cluster (``address``), or start a local Ray instance; a Ray
-        already initialised in this process (a test's, a notebook's) is used as it is."""
+        """Connect to the cluster (``address``: ``auto``, ``HOST:PORT`` or
+        ``ray://HOST:PORT``) — after checking, within seconds, that something answers there —
+        or start a local Ray instance bound to 127.0.0.1. A Ray already initialised in this
+        process (a test's, a notebook's) is used as it is. Ctrl-C stops it at once."""
         ray = self.ray
-        if ray.is_initialized():
+        if self._started or ray.is_initialized():
             return
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        try:
-            # no address: a new local instance ("local"), never a cluster that `ray start`
-            # left registered on this machine (Ray would otherwise join it, or wait for it)
-            ray.init(address=self.address or "local", include_dashboard=False,
-                     log_to_driver=False, ignore_reinit_error=True)
-        except Exception as exc:  # a wrong address, a cluster that is down
-            raise UsageError(f"--executor ray: cannot reach the Ray cluster at "
-                             f"{self.address or 'a new local instance'} "
-                             f"({type(exc).__name__}: {str(exc).splitlines()[0]}); start it "
-                             "with `ray start --head`, or give --address auto / "
-                             "ray://HOST:PORT") from None
+        if self.address is None:
+            # a new local instance ("local"), never a cluster that `ray start` left
+            # registered on this machine (Ray would otherwise join it, or wait for it)
+            self._owner = _Owner(ray, dict(address="local", include_dashboard=False,
+                                           _node_ip_address=LOOPBACK), loopback=True)
+            context = self._owner.join(START_TIMEOUT_S, "a new local Ray instance")
+            self._processes = _ray_processes()
+        else:
+            target, loopback = _reachable(self.address)
+            self._owner = _Owner(ray, dict(address=target), loopback=loopback)
+            context = self._owner.join(CONNECT_TIMEOUT_S, f"the Ray cluster at {target}")
         self._started = True
+        gcs = getattr(context, "address_info", {}).get("gcs_address") or ""
+        host, _, port = gcs.rpartition(":")
+        self._gcs = (host.strip("[]"), int(port)) if host and port.isdigit() else None
 
     def close(self) -> None:
+        """Stop the judge service and leave the cluster; a local instance is shut down, and
+        its processes that outlive Ray's own shutdown (its agents linger a minute) are
+        ended."""
+        if self._lost:  # nothing to ask a cluster that is gone; leave without waiting on it
+            self._service = None
+            atexit.unregister(self.ray.shutdown)  # Ray's own, at exit, would wait too
         self._stop_service()
-        if self._started:
-            self.ray.shutdown()
-            self._started = False
+        if self._owner is not None:
+            ours = self._processes + _ray_processes()  # the workers started since
+            owner, self._owner, self._started, self._processes = self._owner, None, False, []
+            owner.release(within=2.0 if self._lost else SHUTDOWN_TIMEOUT_S)
+            if owner.joined or self.address is not None:
+                _end(ours)
+            else:  # a local start abandoned half-way (Ctrl-C): it may still be starting some
+                _sweep()
 
-    def run(self, spec: WorkerSpec, work: Sequence[Work], emit: Emit, failed: Failed,
+    def run(self, spec: WorkerSpec, work: Sequence[Work], emit: Emit,
             stopped: Callable[[], bool]) -> bool:
         """Run ``work`` (the run's cases, or its oracle reruns) on the cluster; ``emit`` each
         group's lines as it finishes. Returns whether a stop was requested (the groups not
-        finished are cancelled; ``--resume`` runs their cases)."""
+        finished are cancelled; ``--resume`` runs their cases). Raises
+        :class:`~evalharness.errors.InfrastructureError` when a group fails for good or the
+        cluster stops answering, after cancelling the other groups: what was emitted stands."""
         ray = self.ray
         self.start()
-        task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(run_group)
+        unit = "oracle reruns" if any(w.oracle for w in work) else "cases"
+        done = 0
+        pending: dict[Any, list[Work]] = {}
+        watch = _Watch(self)
+
+        def call(fn: Callable[[], Any]) -> Any:
+            try:
+                return self._call(fn, watch)
+            except InfrastructureError as exc:
+                raise failed(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 - Ray's machinery, not the cases
+                raise failed(_reason(exc)) from None
+
+        def cancel() -> None:
+            if not self._lost:  # a cluster that is gone would keep the calls waiting
+                with contextlib.suppress(Exception):
+                    self._call(lambda: [ray.cancel(ref, force=True) for ref in pending],
+                               watch)
+
+        def failed(what: str) -> InfrastructureError:
+            cancel()
+            rest = len(work) - done
+            return InfrastructureError(
+                f"{what}; {done} of {len(work)} {unit} completed and are written, {rest} did "
+                "not")
+
         judge = None
-        if spec.shared_judge:
-            judge, service_id = self.judge_service(spec)
-            spec = dataclasses.replace(spec, judge_service=service_id)
-        spec_ref = ray.put(spec)
         try:
-            pending = {task.remote(spec_ref, group, judge): group
-                       for group in work_groups(work, self.group_size)}
+            task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_packed)
+            if spec.shared_judge:
+                judge, service_id = call(lambda: self.judge_service(spec))
+                spec = dataclasses.replace(spec, judge_service=service_id)
+            for group in work_groups(work, self.group_size):
+                pending[call(lambda g=group: task.remote(spec, g, judge))] = group
             while pending:
                 if stopped():
-                    for ref in pending:
-                        ray.cancel(ref, force=True)
+                    cancel()
                     return True
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                for ref in ready:
-                    group = pending.pop(ref)
-                    try:
-                        lines = ray.get(ref)
-                    except Exception as exc:  # noqa: BLE001 - the cases are errors, the run goes on
-                        lines = failed(group, _reason(exc))
-                    emit(group, lines)
+                ready, _ = call(lambda: ray.wait(list(pending), num_returns=1, timeout=0.5))
+                if not ready:
+                    call(watch.check)
+                    continue
+                ref = ready[0]
+                group = pending.pop(ref)
+                lines = _unpacked(call(lambda r=ref: ray.get(r, timeout=GET_TIMEOUT_S)))
+                emit(group, lines)
+                done += len(group)
+                watch.progressed()
             return False
         finally:
-            if judge is not None:
+            if judge is not None and not self._lost:
                 self.service_summary = _summary(ray, judge)
+
+    def _call(self, fn: Callable[[], Any], watch: _Watch) -> Any:
+        """``fn()`` (a call into Ray) in a thread of its own, while this one watches the
+        cluster: Ray's calls block in its C++ core when the cluster has vanished (until it
+        ends the process, a minute later, without a report). A cluster found gone raises
+        :class:`~evalharness.errors.InfrastructureError`, the call abandoned."""
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the watching thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name="evalharness-ray-call", daemon=True)
+        thread.start()
+        while True:
+            thread.join(0.5)
+            if not thread.is_alive():
+                break
+            try:
+                watch.check()
+            except InfrastructureError:
+                self._lost = True
+                raise
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     def judge_service(self, spec: WorkerSpec) -> tuple[Any, str]:
         """The run's :class:`JudgeService` and its id, started on this (the driver's) node at
@@ -445,7 +567,8 @@ class RayExecutor:
                                               soft=False)
         service = ray.remote(JudgeService).options(
             num_cpus=0, max_concurrency=1000, scheduling_strategy=here).remote(spec)
-        ray.get(service.identity.remote())  # fails here, with the judge's error, if it must
+        # fails here, with the judge's error, if it must
+        ray.get(service.identity.remote(), timeout=START_TIMEOUT_S)
         self._service = (spec.key(), service, uuid.uuid4().hex)
         return service, self._service[2]
 
@@ -458,6 +581,288 @@ class RayExecutor:
                 self.ray.kill(service)
 
 
+LOOPBACK = "127.0.0.1"
+PROBE_TIMEOUT_S = 3.0
+"""How long a TCP connection to the cluster's address may take before it counts as down."""
+CONNECT_TIMEOUT_S = 60.0
+"""How long ``ray.init`` may take to join a cluster that accepted the connection."""
+START_TIMEOUT_S = 180.0
+"""How long a new local instance (or the judge service) may take to start."""
+SHUTDOWN_TIMEOUT_S = 30.0
+"""How long leaving the cluster may take (``ray.shutdown`` can wait on a cluster that died)."""
+GET_TIMEOUT_S = 300.0
+"""How long fetching a finished group's reply may take."""
+WATCH_EVERY_S = 2.0
+"""While no group finishes, how often the driver checks the cluster is still there."""
+WATCH_MISSES = 3
+"""Consecutive checks the cluster's GCS may miss before the run stops (about 6 to 15 s: Ray
+itself would end the driver's process after 60 s, with no report)."""
+
+
+class _Watch:
+    """While the driver waits, whether the cluster is still there: the local instance's
+    GCS and raylet processes alive, or the cluster's GCS accepting connections. Ray reports
+    a dead worker or raylet through the tasks, but a cluster that vanished entirely leaves
+    the driver waiting until Ray ends its process."""
+
+    def __init__(self, executor: RayExecutor) -> None:
+        self.executor = executor
+        self.last = time.monotonic()
+        self.misses = 0
+
+    def progressed(self) -> None:
+        self.last, self.misses = time.monotonic(), 0
+
+    def check(self) -> None:
+        if time.monotonic() - self.last < WATCH_EVERY_S:
+            return
+        self.last = time.monotonic()
+        for process in self.executor._processes:
+            if process.name() in ("gcs_server", "raylet") and not _running(process):
+                raise InfrastructureError(f"the local Ray instance's {process.name()} "
+                                          f"(process {process.pid}) died")
+        gcs = self.executor._gcs
+        if gcs is None:
+            return
+        if _answers(*gcs, timeout=PROBE_TIMEOUT_S / 2) is None:
+            self.misses = 0
+            return
+        self.misses += 1
+        if self.misses >= WATCH_MISSES:
+            raise InfrastructureError(
+                f"the Ray cluster stopped answering: its GCS at {gcs[0]}:{gcs[1]} refused "
+                f"or timed out {self.misses} connections in a row (the head node died, or "
+                "the network to it is down)")
+
+
+def _answers(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """``None`` when a TCP connection to ``host:port`` opens within ``timeout``, else why
+    not (a refusal, a time-out, a name that does not resolve)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
+def _running(process: Any) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _is_loopback(host: str) -> bool:
+    """
+    >>> _is_loopback("127.0.0.1"), _is_loopback("localhost"), _is_loopback("10.0.0.1")
+    (True, True, False)
+    """
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _reachable(address: str) -> tuple[str, bool]:
+    """The address to hand ``ray.init``, once something answers there, and whether the
+    cluster listens on this machine's loopback only (Ray would otherwise swap 127.0.0.1 for
+    the machine's address and wait forever). An address where nothing answers is a
+    :class:`UsageError` naming it — before anything of the run is written."""
+    import ray._private.services as services
+    from ray._private.utils import get_ray_address_file
+
+    given = address
+    where = ""
+    if address == "auto":
+        env = os.environ.get("RAY_ADDRESS")
+        note = Path(get_ray_address_file(None))
+        if env:
+            address, where = env, " (from RAY_ADDRESS)"
+        elif note.is_file():
+            address, where = note.read_text(encoding="utf-8").strip(), f" (noted in {note})"
+        else:
+            running = sorted(services.find_gcs_addresses())
+            if not running:
+                raise UsageError("--address auto: no Ray cluster runs on this machine (no "
+                                 "`ray start` noted one); start it (docs/scale.md), give "
+                                 "its address, or leave --address out for a local instance")
+            address, where = running[0], " (a GCS process of this machine)"
+    rest = address
+    if address.startswith("ray://"):
+        if importlib.util.find_spec("grpc") is None:
+            raise UsageError(f"--address {given}{where}: ray:// addresses need Ray Client "
+                             "(pip install -e '.[ray]', which installs ray[client])")
+        rest = address[len("ray://"):]
+    target = address
+    host, _, port = rest.split("/", 1)[0].rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise UsageError(f"--address {given}{where}: expected auto, HOST:PORT or "
+                         "ray://HOST:PORT")
+    down = _answers(host, int(port))
+    if down is not None:
+        stale = (": the note of a cluster that has stopped; start it again, or give the "
+                 "address of a running one" if where.startswith(" (noted") else
+                 "; start the cluster (docs/scale.md: `ray start --head ...`), or check "
+                 "the address")
+        raise UsageError(f"--executor ray --address {given}: no Ray cluster answers at "
+                         f"{host}:{port}{where} — {down}{stale}; nothing was run")
+    if address.startswith("ray://") or not _is_loopback(host):
+        return target, False
+    # 127.0.0.1 answers; Ray connects to the machine's own address instead: does it too?
+    own = services.resolve_ip_for_localhost(host)
+    return target, own != host and _answers(own, int(port)) is not None
+
+
+class _Owner:
+    """The thread that joins Ray (``ray.init``) and, at :meth:`release`, leaves it
+    (``ray.shutdown``). It lives as long as the connection: Ray's driver loses its object
+    store connection when the thread that called ``ray.init`` ends. Waiting for it here, not
+    in Ray's call, lets Ctrl-C stop the wait at once and bounds a handshake that never ends;
+    ``loopback``: keep 127.0.0.1 as the node's address (:func:`loopback_only`)."""
+
+    def __init__(self, ray: Any, options: dict[str, Any], *, loopback: bool) -> None:
+        self.ray, self.options, self.loopback = ray, options, loopback
+        self.context: Any = None
+        self.error: BaseException | None = None
+        self._joined, self._leave = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._own, name="evalharness-ray", daemon=True)
+
+    def _own(self) -> None:
+        try:
+            self.context = self.ray.init(**self.options, log_to_driver=False,
+                                         ignore_reinit_error=True)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            self.error = exc
+            return
+        finally:
+            self._joined.set()
+        self._leave.wait()
+        self.ray.shutdown()
+
+    def join(self, within: float, what: str) -> Any:
+        """Start the thread and wait for ``ray.init`` (at most ``within`` seconds): its
+        context, or an error naming ``what`` could not be joined."""
+        local = self.options["address"] == "local"
+        with loopback_only() if self.loopback else contextlib.nullcontext():
+            self._thread.start()
+            self._joined.wait(within)
+        if not self._joined.is_set():
+            raise (InfrastructureError if local else UsageError)(
+                f"--executor ray: {what} did not complete Ray's handshake within {within:g} s")
+        if self.error is not None:
+            text = str(self.error).strip().splitlines()
+            why = f"{type(self.error).__name__}: {text[0] if text else ''}"[:300]
+            if local:
+                raise InfrastructureError(f"--executor ray: could not start {what} ({why})")
+            raise UsageError(f"--executor ray: cannot join {what} ({why}); check the address "
+                             "and that the cluster runs the same Ray version")
+        return self.context
+
+    @property
+    def joined(self) -> bool:
+        """Whether ``ray.init`` returned (or failed): the thread no longer connects."""
+        return self._joined.is_set()
+
+    def release(self, within: float = SHUTDOWN_TIMEOUT_S) -> None:
+        """Leave Ray (``ray.shutdown`` in the owning thread), waiting at most ``within``
+        seconds: a shutdown can wait on a cluster that died."""
+        self._leave.set()
+        if not self._joined.is_set():  # still joining (Ctrl-C, a time-out): left behind,
+            atexit.unregister(self.ray.shutdown)  # and Ray's exit hook would wait on it
+            return
+        if self._thread.is_alive():
+            self._thread.join(within)
+
+
+_CLUSTERS = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's switch for multi-machine clusters: off, a node keeps 127.0.0.1 as its address."""
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """While a Ray node starts (or a driver joins one) in this block, 127.0.0.1 stays its
+    address, so its servers listen on the loopback interface only. Ray otherwise replaces
+    127.0.0.1 by the machine's address, and its GCS, raylet and workers listen on every
+    interface; only a node whose address is 127.0.0.1 binds them to it. The switch is Ray's
+    own for machines without multi-machine clusters (read once at import, so set here on its
+    constants too); the processes the node starts inherit it."""
+    from ray._private import ray_constants
+
+    saved = ray_constants.ENABLE_RAY_CLUSTER, os.environ.get(_CLUSTERS)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    os.environ[_CLUSTERS] = "0"
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved[0]
+        if saved[1] is None:
+            os.environ.pop(_CLUSTERS, None)
+        else:
+            os.environ[_CLUSTERS] = saved[1]
+
+
+def _ray_processes() -> list[Any]:
+    """The Ray processes this process started (a local instance's GCS, raylet, agents and
+    workers): its descendants that are Ray's, by executable or process title."""
+    import psutil
+
+    here = str(Path(__import__("ray").__file__).parent)
+    found = []
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process().children(recursive=True):
+            try:
+                name, command = child.name(), " ".join(child.cmdline())
+            except psutil.Error:
+                continue
+            if name in ("gcs_server", "raylet") or name.startswith("ray::") or \
+                    command.startswith("ray::") or here in command:
+                found.append(child)
+    return found
+
+
+def _sweep(within: float = 5.0) -> None:
+    """End the Ray processes of this process as they appear, until none has for a second
+    (at most ``within`` seconds): what a local start abandoned half-way left behind, and what
+    it still starts (the raylet starts its agents)."""
+    import psutil
+
+    deadline, quiet = time.monotonic() + within, time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet < 1.0:
+        found = _ray_processes()
+        if found:
+            quiet = time.monotonic()
+        for process in found:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        psutil.wait_procs(found, timeout=0.5)
+        time.sleep(0.1)
+
+
+def _end(processes: list[Any], grace: float = 2.0) -> None:
+    """Wait ``grace`` seconds for ``processes`` to exit after Ray's shutdown, then end the
+    rest (SIGTERM, then SIGKILL): a local instance's agents otherwise outlive the run by
+    about a minute. psutil checks each is still the process it was (no reused pid)."""
+    import psutil
+
+    _, alive = psutil.wait_procs(processes, timeout=grace)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+    _, alive = psutil.wait_procs(alive, timeout=3)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=3)
+
+
 def _summary(ray: Any, service: Any) -> dict[str, Any] | None:
     try:
         return ray.get(service.summary.remote(), timeout=10)
@@ -466,20 +871,40 @@ def _summary(ray: Any, service: Any) -> dict[str, Any] | None:
 
 
 def _reason(exc: BaseException) -> str:
-    """A failed task as one line: the worker's own exception when Ray wraps it."""
-    cause = getattr(exc, "cause", None)
+    """What failed, as one line, from the exception Ray raised: what died (a worker, the
+    raylet, a node, the judge service, the cluster), or the task's own exception when Ray
+    wraps one.
+
+    >>> from ray.exceptions import LocalRayletDiedError
+    >>> _reason(LocalRayletDiedError())
+    "this machine's Ray raylet died (LocalRayletDiedError)"
+    """
+    import ray.exceptions as rx
+
+    cause = getattr(exc, "cause", None) if isinstance(exc, rx.RayTaskError) else None
     shown = cause if isinstance(cause, BaseException) else exc
     text = str(shown).strip().splitlines()
-    return (f"the worker failed on this case's group: {type(shown).__name__}: "
-            f"{text[-1] if text else ''}")[:500]
-
-
-def local_failures(scenario, context, work: list[Work], reason: str) -> list[str]:
-    """Result lines of work whose group failed for good: each an error case (its trace's
-    error says why), evaluated in the driver as a system failure is."""
-    from evalharness.evaluate import evaluate_batch
-
-    by_id = {c.id: c for c in scenario.cases}
-    pairs = [(by_id[w.case_id], Trace(case_id=w.case_id, error=reason)) for w in work]
-    results: list[CaseResult] = evaluate_batch(scenario, context, pairs, warned=set())
-    return [r.to_line() for r in results]
+    last = text[-1].strip() if text else ""
+    kinds: tuple[tuple[type | tuple[type, ...], str], ...] = (
+        (rx.WorkerCrashedError, "a worker process died on every try of a group of cases "
+                                "(Ray retried its task)"),
+        (rx.LocalRayletDiedError, "this machine's Ray raylet died"),
+        (rx.NodeDiedError, "a Ray node died"),
+        (rx.RayActorError, "the run's judge service (a Ray actor) died"),
+        (rx.ObjectLostError, "a group's results were lost with the node that held them"),
+        (rx.RuntimeEnvSetupError, "Ray could not set up a worker's runtime environment"),
+        (rx.OutOfMemoryError, "Ray killed a worker: its node ran out of memory"),
+        (rx.TaskCancelledError, "a group's task was cancelled outside this run"),
+        ((rx.GetTimeoutError, TimeoutError), "the cluster did not answer in time"),
+        (ConnectionError, "the connection to the Ray cluster was lost"),
+        (rx.RaySystemError, "Ray failed"),
+    )
+    if isinstance(shown, InfrastructureError):  # a worker's own account (the judge service)
+        return last[:500]
+    for kind, what in kinds:
+        if isinstance(shown, kind):
+            return f"{what} ({type(shown).__name__})"
+    if shown is not exc:  # the task itself raised: the worker's own exception
+        return (f"a worker failed on a group of cases: {type(shown).__name__}: "
+                f"{last}")[:500]
+    return f"Ray failed: {type(shown).__name__}: {last}"[:500]

@@ -5,7 +5,9 @@ The file follows the Jenkins xUnit plugin's ``junit-10.xsd`` (the schema pytest'
 GitHub Actions reporters, GitLab's ``artifacts:reports:junit`` and Jenkins all read:
 
 - one ``<testsuites name="shop">``, holding one ``<testsuite name="shop.router">`` per component
-  in pipeline order, then ``shop.end_to_end``, then ``shop.gates``;
+  in pipeline order, then ``shop.end_to_end``, then ``shop.gates`` (which also holds a
+  testcase ``run`` with an ``<error>`` when the run could not do its work: exit code 3 or 4,
+  docs/ci.md);
 - in each, one ``<testcase name="q001" classname="shop.router">`` per case (a gate's
   testcase is named by the gate's text), its ``time`` the component's latency for the case;
 - a failed verdict is ``<failure message="REASON" type="fail">EVIDENCE</failure>``, an

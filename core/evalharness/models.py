@@ -507,7 +507,9 @@ class ComponentReport(_Model):
     """The component's kind (router, text2sql, retriever, generator, or a plugin's kind)."""
 
     cases: dict[str, int]
-    """Counts of cases by status: ``evaluated``, ``not_run``, ``error``."""
+    """Counts of cases by status: ``evaluated``, ``not_run``, ``error``; and ``missing``: the
+    cases among ``not_run`` whose gold route needs the component (the router sent them
+    elsewhere) — in no mean of its metrics, an error in each of its gates."""
 
     metrics: dict[str, MetricSummary]
     """Metric name -> its aggregate."""
@@ -551,8 +553,14 @@ class GateResult(_Model):
     """Cases behind the gate: those with a value and those with an error."""
 
     errors: int = 0
-    """Cases where the metric could not be computed: an error value, an invalid step, or a
-    system that failed for the case (a value computed on the survivors cannot pass a gate)."""
+    """Cases where the metric could not be computed: an error value, an invalid step, a
+    system that failed for the case, a case whose gold route needs the component but never
+    reached it (``missing``), a case the run could not complete (a value computed on the
+    survivors cannot pass a gate)."""
+
+    missing: int = 0
+    """Of ``errors``: cases whose gold route needs the gate's component, which did not run
+    (the router sent them elsewhere), and cases the run could not complete."""
 
     error_rate: float | None = None
     """``errors / n`` (``null`` when ``n`` is 0)."""
@@ -890,7 +898,13 @@ class Report(_Model):
     """evalharness and plugin versions."""
 
     cases: dict[str, int]
-    """``total`` cases, ``system_errors``."""
+    """``total`` cases, ``evaluated`` (those with a result), ``system_errors``."""
+
+    infrastructure: list[str] = Field(default_factory=list)
+    """Why the run could not do its work, when it could not (exit code 3, docs/ci.md): a
+    cluster's worker or node that died (the cases it did not complete have no result; the
+    report covers the others), a judge that answered none of its requests. Empty for a run
+    that did its work."""
 
     system_errors: list[SystemErrorGroup] = Field(default_factory=list)
     """The system's errors grouped by their first line, most frequent first (at most

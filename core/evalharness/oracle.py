@@ -343,7 +343,7 @@ async def _reruns_elsewhere(executor: Any, spec: Any, scenario: Scenario,
                             stop: StopSignal | None) -> bool:
     """The reruns on the executor's workers, one :class:`~evalharness.executors.Work` per
     job; each group's records written as it arrives. Returns whether a stop was requested."""
-    from evalharness.executors import Work, local_failures
+    from evalharness.executors import Work
 
     jobs = {}
     work = []
@@ -361,10 +361,7 @@ async def _reruns_elsewhere(executor: Any, spec: Any, scenario: Scenario,
         records.extend(new)
         progress.advance(len(new))
 
-    def failed(group: list, reason: str) -> list[str]:
-        return local_failures(scenario, context, group, reason)
-
-    return await asyncio.to_thread(executor.run, spec, work, emit, failed,
+    return await asyncio.to_thread(executor.run, spec, work, emit,
                                    lambda: stop is not None and stop.requested)
 
 

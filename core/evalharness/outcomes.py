@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evalharness.attribution import _describe
+from evalharness.exitcodes import run_status
 from evalharness.models import CaseResult, GateResult, Report, Verdict
 from evalharness.scenario import END_TO_END
 
@@ -66,17 +67,40 @@ def gate_outcome(gate: GateResult) -> Outcome:
     value = "no value" if gate.value is None else f"value {gate.value:.4g}"
     return Outcome(case=None, name=gate.name, status="failed",
                    message=f"{gate.name}: {value}; {gate.reason or 'failed'}",
-                   detail=f"{gate.errors} of {gate.n} values are errors "
-                          f"(at most {gate.max_error_rate:.0%} allowed)")
+                   detail=f"{gate.errors} of {gate.n} values are errors"
+                          + (f", {gate.missing} of them missing (no value for a case the gate's "
+                             "component should have handled)" if gate.missing else "")
+                          + f" (at most {gate.max_error_rate:.0%} allowed)")
+
+
+RUN = "run"
+"""The name of the run-level outcome: present only for a run that could not do its work."""
+
+
+def run_outcome(report: Report) -> Outcome | None:
+    """The run itself as an ``error`` outcome when it could not do its work (exit code 3 or
+    4, :func:`~evalharness.exitcodes.run_status`); ``None`` for a run that did (exit 0 or 1:
+    its gates say the rest)."""
+    status = run_status(report)
+    if status.did_its_work:
+        return None
+    return Outcome(case=None, name=RUN, status="error",
+                   message=f"{status.reason} (exit code {status.code})",
+                   detail=f"{report.cases.get('evaluated', 0)} of "
+                          f"{report.cases.get('total', 0)} cases have a result")
 
 
 def outcomes(report: Report, results: Iterable[CaseResult], *,
              limit: int = DETAIL_LIMIT) -> Iterator[Outcome]:
-    """Every case's outcomes in case order, then every gate's."""
+    """Every case's outcomes in case order, then every gate's, then the run's when it could
+    not do its work (:func:`run_outcome`)."""
     for result in results:
         yield from case_outcomes(result, limit=limit)
     for gate in report.gates:
         yield gate_outcome(gate)
+    run = run_outcome(report)
+    if run is not None:
+        yield run
 
 
 def _outcome(result: CaseResult, component: str, verdict: Verdict, limit: int) -> Outcome:

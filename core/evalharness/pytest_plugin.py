@@ -222,7 +222,8 @@ class VerdictItem(_Item):
         run = self._run()
         result = run.results.get(self.case)
         if result is None:
-            raise Failed(f"{self.case}: no result for this case in {run.out_dir}")
+            raise Failed(f"{self.case}: no result for this case in {run.out_dir}"
+                         + (f": {run.status.reason}" if not run.status.did_its_work else ""))
         found = [o for o in case_outcomes(result) if o.name == self.component]
         if not found:
             _skip(f"{self.component}: no verdict for this case")
@@ -280,6 +281,8 @@ class _Run:
     out_dir: Path
     report: Any
     results: dict[str, Any]
+    status: Any = None
+    """:func:`evalharness.exitcodes.run_status` of the run: what the CLI would exit with."""
 
 
 class _Session:
@@ -291,6 +294,9 @@ class _Session:
         self.plugins: list[str] = list(config.getoption("--evalharness-plugin") or [])
         self.scenarios: dict[Path, _Scenario] = {}
         self.out_dirs: list[Path] = []
+        self.problems: list[str] = []
+        """Runs that could not do their work (exit code 3 or 4 for the CLI), said again in
+        the terminal summary."""
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
         if file_path.resolve() in self.paths:
@@ -339,9 +345,18 @@ class _Session:
                                 f"{len(scenario.cases)} cases into {out}")
         done = execute(scenario, out=out, selection=selection,
                        headroom=bool(self.config.getoption("--evalharness-headroom")))
+        from evalharness.exitcodes import run_status
+
         self.out_dirs.append(out)
-        return _Run(out_dir=out, report=done.report,
-                    results={r.case.id: r for r in done.results})
+        run = _Run(out_dir=out, report=done.report,
+                   results={r.case.id: r for r in done.results},
+                   status=run_status(done.report))
+        if not run.status.did_its_work:
+            self.problems.append(f"evalharness: {scenario.name}: {run.status.reason} (the "
+                                 f"CLI exits {run.status.code} on this run; docs/ci.md)")
+            if reporter is not None:
+                reporter.write_line(self.problems[-1], red=True, bold=True)
+        return run
 
     def _out_dir(self, name: str) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -354,3 +369,5 @@ class _Session:
         for out in self.out_dirs:
             terminalreporter.write_line(f"evalharness: run folder {out} (report.html, "
                                         "results.jsonl)")
+        for problem in self.problems:
+            terminalreporter.write_line(problem, red=True, bold=True)

@@ -80,7 +80,7 @@ class JudgeBackend:
 @dataclass(frozen=True)
 class Executor:
     """Where a run's cases execute: ``factory(address)`` returns the executor (an object with
-    ``run(spec, cases, emit, failed, stopped)`` and ``close()``, see
+    ``run(spec, work, emit, stopped)`` and ``close()``, see
     :mod:`evalharness.executors`), or ``None`` for the built-in in-process path."""
 
     name: str

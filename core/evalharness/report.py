@@ -84,16 +84,24 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         usage = tally.component_usage[component]
         components[component] = ComponentReport(
             kind=scenario.pipeline.kind(component),
-            cases={s: statuses.get(s, 0) for s in ("evaluated", "not_run", "error")},
+            cases={s: statuses.get(s, 0) for s in ("evaluated", "not_run", "error", "missing")},
             metrics=metrics,
             cost=tally.costs[component].summary(),
             evaluators=runs,
             judge=usage.summary() if usage.counted else None,
         )
     _shares([c.cost for c in components.values()])
-    gates = [g.result(components[g.gate.component].metrics[g.gate.metric]) for g in tally.gates]
+    infrastructure = list(getattr(outcome, "infrastructure", ()))
+    incomplete = len(scenario.cases) - tally.cases if infrastructure else 0
+    gates = [g.result(components[g.gate.component].metrics[g.gate.metric], incomplete)
+             for g in tally.gates]
     judge = outcome.context.judge.identity() if outcome.context.judge else {"backend": None}
     judge["usage"] = tally.usage.summary() if tally.usage.counted else None
+    infrastructure += unreachable_judge(judge, components)
+    if incomplete:
+        infrastructure.append(f"{incomplete} of {len(scenario.cases)} cases did not complete "
+                              "and have no result: every gate counts them as errors; continue "
+                              f"with --resume --out {outcome.out_dir}")
     report = Report(
         scenario={"name": scenario.name, "path": str(scenario.path),
                   "sha256": scenario.sha256},
@@ -103,6 +111,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
             if info.source != "core"},
         cases={"total": len(scenario.cases), "evaluated": tally.cases,
                "system_errors": tally.system_errors},
+        infrastructure=infrastructure,
         system_errors=tally.system_error_groups(),
         selection=scenario.selection if scenario.selection.get("everything") is False
         else None,
@@ -116,7 +125,8 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         warnings=[*getattr(outcome, "warnings", []),
                   *getattr(outcome.context.judge, "warnings", []),
                   *_trace_warnings(scenario.trace_source),
-                  *tally.system_error_warning(), *tally.warnings.result()],
+                  *tally.system_error_warning(), *_missing_warnings(components),
+                  *tally.warnings.result()],
         run={"started_at": outcome.started_at, "duration_s": round(outcome.duration_s, 3),
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
     )
@@ -216,6 +226,7 @@ class RunTally:
         self.slices = slices.SliceTally(
             order, judged, [(c, m) for c in order for m in self.metrics[c]])
         self.warnings = WarningTally(scenario)
+        self.pipeline = scenario.pipeline
 
     def system_error_warning(self) -> list[str]:
         """The system's most frequent errors, so the terminal shows why cases failed."""
@@ -242,6 +253,11 @@ class RunTally:
             if reason in self.system_error_reasons or len(self.system_error_reasons) < 100:
                 self.system_error_reasons[reason] += 1
                 self.system_error_examples.setdefault(reason, (r.case.id, r.trace.traceback))
+        path = () if r.trace.error else attribution.gold_path(self.pipeline, r)
+        for name in path:  # needed by the gold route, yet the router sent the case elsewhere
+            comp = r.components.get(name)
+            if (comp is None or comp.status == "not_run") and name in self.statuses:
+                self.statuses[name]["missing"] += 1
         everything: list[dict] = []
         for name, comp in r.components.items():
             tallies = self.metrics.get(name)
@@ -264,7 +280,7 @@ class RunTally:
         for component, cost in self.costs.items():
             cost.add(r.trace.step(component))
         for gate in self.gates:
-            gate.add(r)
+            gate.add(r, path)
         self.bottleneck.add(r)
         self.slices.add(r)
         self.warnings.add(r)
@@ -329,10 +345,11 @@ class GateTally:
 
     def __init__(self, gate: Any) -> None:
         self.gate = gate
-        self.n = self.errors = self.failed_systems = 0
+        self.n = self.errors = self.failed_systems = self.missing = 0
 
-    def add(self, r: CaseResult) -> None:
-        """Count one case."""
+    def add(self, r: CaseResult, path: Sequence[str] = ()) -> None:
+        """Count one case; ``path``: the components its gold route needs
+        (:func:`attribution.gold_path`)."""
         self.failed_systems += bool(r.trace.error)
         comp = r.components.get(self.gate.component)
         value = comp.metrics.get(self.gate.metric) if comp is not None else None
@@ -342,15 +359,21 @@ class GateTally:
         elif r.trace.error or (comp is not None and comp.status == "error"):
             self.n += 1
             self.errors += 1
+        elif self.gate.component in path and (comp is None or comp.status == "not_run"):
+            self.n += 1  # the gold route needs the component; the case never reached it
+            self.errors += 1
+            self.missing += 1
 
-    def result(self, summary: MetricSummary) -> GateResult:
-        """The gate's outcome, given its metric's summary."""
+    def result(self, summary: MetricSummary, incomplete: int = 0) -> GateResult:
+        """The gate's outcome, given its metric's summary; ``incomplete``: cases of the run
+        that have no result (an infrastructure failure), each an error of every gate."""
         gate = self.gate
+        missing = self.missing + incomplete
         if summary.scope == "run":
-            errors = summary.errors + self.failed_systems
-            n = summary.n + summary.errors + self.failed_systems
+            errors = summary.errors + self.failed_systems + missing
+            n = summary.n + summary.errors + self.failed_systems + missing
         else:
-            errors, n = self.errors, self.n
+            errors, n = self.errors + incomplete, self.n + incomplete
         rate = errors / n if n else None
         holds = gate.check(summary.mean)
         too_many = rate is not None and rate > gate.max_error_rate
@@ -359,13 +382,79 @@ class GateTally:
             reason = "the metric could not be computed for any case"
         elif too_many:
             reason = (f"{errors} of {n} cases ({pct(rate)}) are errors, above max_error_rate "
-                      f"{pct(gate.max_error_rate)}: the mean covers only the rest")
+                      f"{pct(gate.max_error_rate)}" + _missing_clause(gate.component,
+                                                                       self.missing, incomplete)
+                      + ": the mean covers only the rest")
         elif not holds:
             reason = f"{fmt(summary.mean)} is not {gate.op} {gate.threshold:g}"
+        if reason is not None and missing and not too_many:
+            reason += _missing_clause(gate.component, self.missing, incomplete)
         return GateResult(name=gate.name, component=gate.component, metric=gate.metric,
                           op=gate.op, threshold=gate.threshold, value=summary.mean,
                           passed=holds and not too_many, n=n, errors=errors, error_rate=rate,
-                          max_error_rate=gate.max_error_rate, reason=reason)
+                          max_error_rate=gate.max_error_rate, reason=reason, missing=missing)
+
+
+def _missing_clause(component: str, missing: int, incomplete: int) -> str:
+    """What a gate's errors include besides values that could not be computed.
+
+    >>> _missing_clause("text2sql", 5, 0)
+    ' (5 never reached text2sql although their gold route needs it)'
+    >>> _missing_clause("text2sql", 0, 3)
+    ' (3 did not complete: the run could not do its work)'
+    """
+    parts = []
+    if missing:
+        parts.append(f"{missing} never reached {component} although their gold route needs it")
+    if incomplete:
+        parts.append(f"{incomplete} did not complete: the run could not do its work")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _missing_warnings(components: dict[str, ComponentReport]) -> list[str]:
+    """A sentence per component that cases needed and did not reach."""
+    out = []
+    for name, comp in components.items():
+        missing = comp.cases.get("missing", 0)
+        if missing:
+            reached = comp.cases.get("evaluated", 0) + comp.cases.get("error", 0)
+            out.append(f"{name} did not run on {n_cases(missing)} whose gold route needs it "
+                       f"(the router sent {'it' if missing == 1 else 'them'} elsewhere): its "
+                       "metrics cover only the "
+                       f"{reached} that reached it, and each of its gates counts the "
+                       f"{missing} as errors")
+    return out
+
+
+def unreachable_judge(judge: dict[str, Any], components: dict[str, ComponentReport]
+                      ) -> list[str]:
+    """The infrastructure problem of an LLM judge that answered none of the judgments asked
+    of it (none from the cache, none refused by ``max_cost``), with its most frequent error;
+    empty otherwise.
+
+    >>> unreachable_judge({"llm": True, "label": "openai:m", "usage": {"judgments": 4,
+    ...     "cache_hits": 0, "errors": 4}}, {})[0][:61]
+    'the judge (openai:m) answered none of the 4 judgments asked o'
+    >>> unreachable_judge({"llm": True, "usage": {"judgments": 4, "cache_hits": 0,
+    ...     "errors": 3}}, {})
+    []
+    """
+    usage = judge.get("usage") or {}
+    refused = usage.get("refused", 0)
+    asked = usage.get("judgments", 0) - usage.get("cache_hits", 0) - refused
+    if not judge.get("llm") or asked <= 0 or usage.get("errors", 0) - refused < asked:
+        return []
+    reasons: Counter[str] = Counter()
+    for comp in components.values():
+        for summary in comp.metrics.values():
+            if summary.judge:
+                reasons.update(summary.error_reasons)
+    common = reasons.most_common(1)
+    return [f"the judge ({judge.get('label') or judge.get('backend')}) answered none of the "
+            f"{asked} judgment{'s' if asked != 1 else ''} asked of it"
+            + (f"; most often: {common[0][0]}" if common else "")
+            + ". Every judged metric is an error: check the endpoint and run again into a "
+            "new --out (the judge cache keeps every judgment made)"]
 
 
 def gate_result(gate: Any, summary: MetricSummary, results: Iterable[CaseResult]
@@ -687,6 +776,9 @@ def render_markdown(report: Report) -> str:
           if report.trace_source else []),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in report.versions.items()),
         "",
+        *[f"> **The run could not do its work:** {md_text(problem)}" for problem in
+          report.infrastructure],
+        *([""] if report.infrastructure else []),
         *([f"> **{report.cases['system_errors']} cases failed in the system under test**: "
            "their components did not run and are in no mean below (see `trace.error` in "
            "results.jsonl, and [System errors](#system-errors) below).", ""]
@@ -753,11 +845,14 @@ def render_markdown(report: Report) -> str:
     if report.gates:
         lines += ["", "## Gates", "",
                   "A gate fails when its condition does not hold, or when more of its cases "
-                  "are errors than its `max_error_rate` allows.", "",
+                  "are errors than its `max_error_rate` allows. A case whose gold route "
+                  "needs the gate's component and never reached it is an error too "
+                  "(*missing*).", "",
                   "| gate | value | errors | result |", "|---|---:|---:|---|"]
         for g in report.gates:
             result = "pass" if g.passed else f"**FAIL**: {md_text(g.reason or '')}"
-            errors = f"{g.errors} of {g.n}" + (f" (max {pct(g.max_error_rate)})" if g.n else "")
+            errors = (f"{g.errors} of {g.n}" + (f", {g.missing} missing" if g.missing else "")
+                      + (f" (max {pct(g.max_error_rate)})" if g.n else ""))
             lines.append(f"| `{g.name}` | {fmt(g.value)} | {errors} | {result} |")
     for section in report.sections:
         lines += ["", f"## {section['title']}", "", section["markdown"]]

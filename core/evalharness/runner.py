@@ -24,7 +24,13 @@ from typing import Any
 import evalharness.jsonlimits as jsonlimits
 from evalharness import oracle
 from evalharness.context import Database, EvalContext, build_sqlite, load_corpus
-from evalharness.errors import USER_CODE_ERRORS, RunError, ScenarioError, describe
+from evalharness.errors import (
+    USER_CODE_ERRORS,
+    InfrastructureError,
+    RunError,
+    ScenarioError,
+    describe,
+)
 from evalharness.evaluate import evaluate_batch
 from evalharness.execution import (
     END,
@@ -68,6 +74,9 @@ class RunOutcome:
     """Why headroom was not computed."""
     warnings: list[str] = field(default_factory=list)
     """What the run noticed that the report should show (see ``Report.warnings``)."""
+    infrastructure: list[str] = field(default_factory=list)
+    """Why the run could not do all its work (:class:`~evalharness.errors.InfrastructureError`:
+    a cluster's worker died); its cases that did not complete have no result line."""
 
     def __repr__(self) -> str:
         # Short on purpose: asyncio formats the finished run's task, result included, when
@@ -188,6 +197,29 @@ def check_resources(scenario: Scenario) -> None:
                                 f"({exc})") from None
     if scenario.corpus_path is not None:
         load_corpus(scenario.corpus_path)
+
+
+def validate_scenario(path: str | Path, *, plugins: Sequence[str] = (), gold: bool = True,
+                      hint: str = "") -> tuple[str, list[str]]:
+    """Everything ``evalharness validate`` checks, without running anything: the scenario
+    and every file it names load, the system imports, the judge can be made, the database
+    and corpus read (:func:`check_resources`), and — with ``gold`` — every case's gold fits
+    the scenario (:func:`evalharness.goldcheck.require_gold`; ``hint`` ends its error).
+    Returns the one-line summary and the judge's warnings; raises
+    :class:`~evalharness.errors.EvalHarnessError` naming the first problem."""
+    from evalharness.goldcheck import require_gold
+    from evalharness.scenario import load_scenario
+
+    loaded = load_scenario(path, extra_plugins=list(plugins))
+    if loaded.system is not None:
+        load_system(loaded)
+    judge = make_judge(loaded)
+    judge.close()
+    check_resources(loaded)
+    checked = require_gold(loaded, hint=hint).summary() if gold else "gold not checked"
+    return (f"{path}: valid — {len(loaded.cases)} cases, {len(loaded.pipeline.order)} "
+            f"components, {len(loaded.evaluators)} evaluators, {len(loaded.gates)} gates; "
+            f"{checked}", list(judge.warnings))
 
 
 @contextlib.contextmanager
@@ -333,10 +365,15 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
             producer = asyncio.create_task(call_system(
                 func, [(None, case, scenario.system.options) for case in pending],
                 concurrency or scenario.spec.concurrency, queue, timeout_s=timeout_s))
+        infrastructure: list[str] = []
         try:
             if executor is not None:
-                interrupted = await _elsewhere(executor, scenario, context, out_dir, pending,
-                                               concurrency, sink, progress, stop)
+                try:
+                    interrupted = await _elsewhere(executor, scenario, context, out_dir,
+                                                   pending, concurrency, sink, progress, stop)
+                except InfrastructureError as exc:  # what completed is written; the report
+                    interrupted = False             # says what did not, --resume runs it
+                    infrastructure.append(str(exc))
             else:
                 interrupted = await evaluate_stream(
                     queue, evaluate=evaluate, write=write,
@@ -360,8 +397,10 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
         del order
         outcome = RunOutcome(out_dir=out_dir, results=results, context=context,
                              started_at=started_at, duration_s=time.perf_counter() - t0,
-                             resumed=len(done), interrupted=interrupted, warnings=warnings)
-        outcome.headroom_note = _no_headroom(scenario, func, headroom, interrupted)
+                             resumed=len(done), interrupted=interrupted, warnings=warnings,
+                             infrastructure=infrastructure)
+        outcome.headroom_note = _no_headroom(scenario, func, headroom, interrupted,
+                                             infrastructure)
         if outcome.headroom_note is None:
             try:
                 outcome.oracles, outcome.headroom = await oracle.run_headroom(
@@ -373,6 +412,12 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                                              if executor is not None else None))
             except asyncio.CancelledError:
                 outcome.interrupted = True
+            except InfrastructureError as exc:  # the run's results stand; the reruns did not
+                outcome.oracles, outcome.headroom = [], None
+                outcome.infrastructure.append(f"the oracle reruns could not finish: {exc}")
+                outcome.headroom_note = ("the oracle reruns could not finish (see the "
+                                         "infrastructure problem above); the run's own "
+                                         "results are complete")
             except Exception as exc:  # the run's results stand; the report says what failed
                 outcome.oracles, outcome.headroom = [], None
                 outcome.headroom_note = (f"the oracle reruns failed ({type(exc).__name__}: "
@@ -420,18 +465,15 @@ async def _elsewhere(executor: Any, scenario: Scenario, context: EvalContext, ou
     """The pending cases on another executor (:mod:`evalharness.executors`): each group's
     result lines written here as they arrive, the progress bar counting cases across the
     cluster. Returns whether a stop was requested."""
-    from evalharness.executors import Work, local_failures
+    from evalharness.executors import Work
 
     def emit(work: list, lines: list[str]) -> None:
         append_lines(sink, lines)
         progress.advance(len(lines))
 
-    def failed(work: list, reason: str) -> list[str]:
-        return local_failures(scenario, context, work, reason)
-
     spec = worker_spec(scenario, context, out_dir, concurrency)
     stopped = await asyncio.to_thread(executor.run, spec, [Work(c.id) for c in pending],
-                                      emit, failed, lambda: stop.requested)
+                                      emit, lambda: stop.requested)
     summary = getattr(executor, "service_summary", None) or {}
     for warning in summary.get("warnings", []):  # the cluster's judge (its cache, its limits)
         print(f"warning: {warning}", file=sys.stderr)
@@ -475,10 +517,14 @@ def _changed(manifest: dict[str, Any], scenario: Scenario) -> str:
         if parts else "the inputs changed"
 
 
-def _no_headroom(scenario: Scenario, func: Any, wanted: bool, interrupted: bool) -> str | None:
+def _no_headroom(scenario: Scenario, func: Any, wanted: bool, interrupted: bool,
+                 infrastructure: Sequence[str] = ()) -> str | None:
     """Why the run gets no oracle headroom, or ``None`` when it does."""
     if interrupted:
         return "the run was interrupted before every case was evaluated"
+    if infrastructure:
+        return ("the run could not evaluate every case (an infrastructure problem, see "
+                "above); --resume continues")
     if func is None:
         return ("the scenario replays recorded traces: oracle headroom needs a system callable "
                 "that accepts `overrides`")

@@ -1,11 +1,13 @@
-"""``evalharness init``: scaffold a scenario (scenario.yaml, an adapter to fill in, example cases)
-for an existing application.
+"""``evalharness init``: scaffold a scenario (scenario.yaml, an adapter running a toy, example
+cases) for an existing application.
 
 The rendering is pure: :func:`render` turns the :class:`Choices` (components, where the data
 lives, a name) into ``{relative path: file text}``, and the ``init`` command asks for the
 choices (prompting only on a terminal), refuses to overwrite, writes the files and runs the
-checks of ``evalharness validate`` on the result. Until the adapter's functions are filled in,
-every case of the scaffolded scenario is a ``NotImplementedError`` and its gates fail.
+checks of ``evalharness validate`` on the result. Until the user replaces them, the adapter's
+functions are a toy over the example data, and the example cases are written so that the toy
+fails some of them at different components: the first run's report has a bottleneck table,
+and its gates fail.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ COMPONENTS = ("router", "text2sql", "retriever", "generator")
 
 ROUTE_OF = {"text2sql": "sql", "retriever": "docs"}
 """The route the scaffolded router takes to reach each data component."""
+
+ROUTE_WORDS = {"sql": ("price", "cost", "how much", "cheapest", "in stock", "euros"),
+               "docs": ("return", "shipping", "arrive", "care", "wash", "waterproof")}
+"""The toy router's words per route (see :data:`EXAMPLES`: ``sql-4`` has none of them)."""
 
 FUNCTION_OF = {"router": "route", "text2sql": "text_to_sql", "retriever": "retrieve",
                "generator": "generate"}
@@ -199,68 +205,90 @@ class Example:
     answer: str
     sql: str | None = None
     relevant: str | None = None
+    routed: bool = True
+    """Asked of pipelines with a router (``False``: only of those without one)."""
+    toy: str = ""
+    """Where the scaffolded toy adapter goes wrong on it, if it does (not written out)."""
 
 
 EXAMPLES = {e.id: e for e in (
     Example("sql-1", "Which outerwear products are in stock?", ("text2sql",),
-            "The Rain Jacket and the Down Parka are in stock.",
-            sql="SELECT name FROM products WHERE category = 'outerwear' AND in_stock = 1"),
+            "The Rain Jacket (89 euros) and the Down Parka (210 euros) are in stock.",
+            sql="SELECT name, price FROM products WHERE category = 'outerwear' AND in_stock = 1"),
     Example("sql-2", "What is the cheapest bag?", ("text2sql",),
             "The Canvas Tote, at 25 euros.",
             sql="SELECT name, price FROM products WHERE category = 'bags' ORDER BY price "
                 "LIMIT 1"),
-    Example("sql-3", "How many products cost more than 100 euros?", ("text2sql",),
-            "2 products cost more than 100 euros.",
-            sql="SELECT COUNT(*) FROM products WHERE price > 100"),
+    Example("sql-3", "What is the cheapest bag over 50 euros?", ("text2sql",),
+            "The Leather Backpack, at 120 euros.",
+            sql="SELECT name, price FROM products WHERE category = 'bags' AND price > 50 "
+                "ORDER BY price LIMIT 1",
+            toy="text2sql fails: the toy knows 'more than N euros', not 'over N euros'"),
+    Example("sql-4", "Do you sell a wool scarf?", ("text2sql",),
+            "Yes, the Wool Scarf, at 35 euros.",
+            sql="SELECT name, price FROM products WHERE name = 'Wool Scarf'",
+            toy="the router fails when it also has the docs route: none of its words is in the "
+                "question, so it falls back to docs"),
     Example("docs-1", "How long do I have to return an item?", ("retriever",),
-            "You can return an unworn item within 30 days of delivery.", relevant="returns"),
-    Example("docs-2", "How long does standard shipping take?", ("retriever",),
-            "Standard shipping takes 3 to 5 working days.", relevant="shipping"),
-    Example("docs-3", "How should I wash a wool scarf?", ("retriever",),
-            "Hand wash it in cold water and dry it flat; never tumble dry it.",
-            relevant="wool-care"),
+            "You can return any unworn item within 30 days of delivery.", relevant="returns"),
+    Example("docs-2", "How should I care for a wool scarf?", ("retriever",),
+            "Hand wash it in cold water and dry it flat.", relevant="wool-care"),
+    Example("docs-3", "When will my order arrive?", ("retriever",),
+            "Standard shipping takes 3 to 5 working days.", relevant="shipping",
+            toy="the retriever fails: the question shares no word with the shipping chunk, "
+                "and 'order' with the returns chunk; the toy generator knows no answer"),
     Example("both-1", "How much is the Rain Jacket, and how do I keep it waterproof?",
             ("text2sql", "retriever"),
-            "The Rain Jacket costs 89 euros; reproof it every season with a wash-in treatment "
+            "The Rain Jacket costs 89 euros. Reproof it every season with a wash-in treatment "
             "to keep it waterproof.",
-            sql="SELECT price FROM products WHERE name = 'Rain Jacket'", relevant="waterproofing"),
-    Example("both-2", "Is the Wool Scarf in stock, and how do I wash it?",
+            sql="SELECT name, price FROM products WHERE name = 'Rain Jacket'",
+            relevant="waterproofing"),
+    Example("both-2", "What does the Leather Backpack cost, and when will it arrive?",
             ("text2sql", "retriever"),
-            "The Wool Scarf is sold out; hand wash it in cold water and dry it flat.",
-            sql="SELECT in_stock FROM products WHERE name = 'Wool Scarf'", relevant="wool-care"),
-    Example("both-3", "What does the Leather Backpack cost, and is shipping free for it?",
+            "The Leather Backpack costs 120 euros. Standard shipping takes 3 to 5 working days.",
+            sql="SELECT name, price FROM products WHERE name = 'Leather Backpack'",
+            relevant="shipping", routed=False,
+            toy="the retriever fails: the question shares no word with the shipping chunk"),
+    Example("both-3", "What is the cheapest bag over 50 euros, and can I return it?",
             ("text2sql", "retriever"),
-            "The Leather Backpack costs 120 euros, and shipping is free on orders over 50 "
-            "euros.",
-            sql="SELECT price FROM products WHERE name = 'Leather Backpack'",
-            relevant="shipping"),
+            "The Leather Backpack, at 120 euros. You can return any unworn item within 30 days "
+            "of delivery.",
+            sql="SELECT name, price FROM products WHERE category = 'bags' AND price > 50 "
+                "ORDER BY price LIMIT 1",
+            relevant="returns", routed=False,
+            toy="text2sql fails: the toy knows 'more than N euros', not 'over N euros'"),
 )}
 
 
 def example_ids(components: tuple[str, ...]) -> list[str]:
-    """The three examples for these components: one per route with a router; questions that
-    need every data component without one (it runs them all on every case).
+    """The examples for these components. With a router: every question that needs only data
+    components it can route to. Without one, the data components run on every case: with
+    both, the questions that need both; with one, the questions for it (the generator alone:
+    the documents questions).
 
     >>> example_ids(COMPONENTS)
-    ['sql-1', 'docs-1', 'both-1']
+    ['sql-1', 'sql-2', 'sql-3', 'sql-4', 'docs-1', 'docs-2', 'docs-3', 'both-1']
     >>> example_ids(("text2sql", "retriever", "generator"))
     ['both-1', 'both-2', 'both-3']
-    >>> example_ids(("generator",))
-    ['docs-1', 'docs-2', 'docs-3']
+    >>> example_ids(("router", "retriever", "generator")), example_ids(("generator",))
+    (['docs-1', 'docs-2', 'docs-3'], ['docs-1', 'docs-2', 'docs-3'])
     """
-    sql, docs = "text2sql" in components, "retriever" in components
-    if sql and docs:
-        return (["sql-1", "docs-1", "both-1"] if "router" in components
-                else ["both-1", "both-2", "both-3"])
-    prefix = "sql" if sql else "docs"
-    return [f"{prefix}-{i}" for i in (1, 2, 3)]
+    sources = {c for c in components if c in ROUTE_OF} or {"retriever"}
+    if "router" in components:
+        return [e.id for e in EXAMPLES.values() if e.routed and set(e.needs) <= sources]
+    return [e.id for e in EXAMPLES.values() if set(e.needs) == sources]
 
 
 def example_cases(components: tuple[str, ...]) -> list[dict]:
     """The example cases as records of cases.jsonl, with the gold of the chosen components.
+    With a router and a retriever, a database question says no chunk is relevant
+    (``relevant: {}``): should the router send it to the documents, the retriever's ranking
+    scores 0 there rather than being an error for want of labels.
 
     >>> [c["gold"] for c in example_cases(("router", "retriever"))][0]
     {'routes': ['docs'], 'relevant': {'returns': 2}}
+    >>> example_cases(COMPONENTS)[3]["gold"]["relevant"]
+    {}
     """
     cases = []
     for example in (EXAMPLES[i] for i in example_ids(components)):
@@ -269,8 +297,11 @@ def example_cases(components: tuple[str, ...]) -> list[dict]:
             gold["routes"] = [ROUTE_OF[c] for c in example.needs if c in components]
         if "text2sql" in components and example.sql:
             gold["sql"] = example.sql
-        if "retriever" in components and example.relevant:
-            gold["relevant"] = {example.relevant: 2}
+        if "retriever" in components:
+            if example.relevant:
+                gold["relevant"] = {example.relevant: 2}
+            elif "router" in components:
+                gold["relevant"] = {}
         if "generator" in components:
             gold["answer"] = example.answer
         tags = ["example", *(ROUTE_OF[c] for c in example.needs if c in components)]
@@ -320,14 +351,58 @@ def pipeline_lines(components: tuple[str, ...]) -> list[str]:
     return lines
 
 
-GATES = {
-    "router": "router.route_accuracy >= 0.6",
-    "text2sql": "text2sql.execution_accuracy >= 0.6",
-    "retriever": "retriever.recall@5 >= 0.6",
-    "generator": "generator.answer_present >= 0.95",
-}
-"""One gate per component; each fails while the adapter raises NotImplementedError (no value,
-every case an error)."""
+CORRECTNESS = 0.5
+"""The end-to-end criterion's threshold on ``correctness_f1`` (the default of an LLM judge).
+The offline heuristic judge matches words, not meaning; the example's reference answers say
+what the toy's answers say when its components get it right, so the toy's right answers score
+well above it and its wrong ones well below (tests/test_init.py checks both)."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One component's verdict criterion and the gate on the same metric's mean."""
+
+    component: str
+    metric: str
+    verdict: str
+    """``OP number``, checked on each case's value."""
+    gate: str
+    """``OP number``, checked on the run's mean."""
+    why: str
+    """The comment written beside the verdict in scenario.yaml."""
+
+
+def criteria(components: tuple[str, ...]) -> list[Criterion]:
+    """The verdict criteria (and, on the same metrics, the gates) of these components; the
+    end-to-end criterion is the generator's ``correctness_f1`` (``component`` end_to_end).
+    Gates ask 0.9 of a 0/1 metric's mean and 0.6 of a judged score's (the heuristic judge
+    scores a right paraphrase 0.5-0.9).
+
+    >>> [f"{c.component}: {c.metric} {c.verdict}" for c in criteria(("retriever", "generator"))]
+    ['retriever: recall@3 >= 0.5', 'generator: faithfulness >= 0.5', 'end_to_end: correctness_f1 >= 0.5']
+    >>> [f"{c.component}: {c.metric}" for c in criteria(("generator",))]
+    ['generator: correctness_f1', 'end_to_end: correctness_f1']
+    """
+    out = []
+    if "router" in components:
+        out.append(Criterion("router", "route_accuracy", ">= 1", ">= 0.9",
+                             "the exact set of routes the case needs"))
+    if "text2sql" in components:
+        out.append(Criterion("text2sql", "equivalent", ">= 1", ">= 0.9",
+                             "the same rows as the gold SQL, on every test database"))
+    if "retriever" in components:
+        out.append(Criterion("retriever", "recall@3", ">= 0.5", ">= 0.9",
+                             "half the relevant chunks, or more, in the top 3"))
+    if "generator" in components:
+        correct = ("correctness_f1", f">= {CORRECTNESS}", ">= 0.6",
+                   "the answer says what the reference answer says")
+        if any(c in ROUTE_OF for c in components):
+            out.append(Criterion("generator", "faithfulness", ">= 0.5", ">= 0.6",
+                                 "the answer says what its context says"))
+        else:  # no context to be faithful to
+            out.append(Criterion("generator", *correct))
+        out.append(Criterion("end_to_end", *correct))
+    return out
 
 
 def render_scenario(choices: Choices, folder: Path) -> str:
@@ -337,17 +412,21 @@ def render_scenario(choices: Choices, folder: Path) -> str:
         [c for c in comps if c == "router"]
         + ([" | ".join(choices.sources)] if choices.sources else [])
         + [c for c in comps if c == "generator"])
+    n_cases = len(example_ids(comps))
     out = [
         f"# {choices.name}: your application, evaluated component by component.",
         "# Written by `evalharness init`; every path below is relative to this file.",
         "#   check it:  evalharness validate scenario.yaml",
-        "#   run it:    evalharness scenario scenario.yaml   (exits 1 until system.py is filled in)",
-        "# Every key: docs/scenario.md in the evalharness repository.",
+        "#   run it:    evalharness scenario scenario.yaml",
+        "# system.py runs a toy over the example data until you replace its functions with calls",
+        "# to your application; the example cases are written so that the toy fails some of them",
+        "# at different components. Every key: docs/scenario.md in the evalharness repository.",
         f"name: {yaml_scalar(choices.name)}",
         "description: >",
         f"  {choices.name} ({chain}), evaluated component by component.",
-        "cases: cases.jsonl              # three example cases: replace them with your questions",
-        "system: system.py:answer        # the adapter: fill in the function of each component",
+        f"cases: cases.jsonl              # {n_cases} example cases: replace them with your "
+        "questions",
+        "system: system.py:answer        # the adapter: a toy until each function calls your app",
     ]
     if "text2sql" in comps:
         if choices.database is None:
@@ -374,30 +453,45 @@ def render_scenario(choices: Choices, folder: Path) -> str:
         "# key in $OPENAI_API_KEY",
         "                       #   judge: {backend: openai, model: llama3.1, "
         "base_url: http://127.0.0.1:11434/v1}",
-        "                       # (docs/judge.md), then add the judged evaluators noted below",
+        "                       # (docs/judge.md)",
         "pipeline:",
         *pipeline_lines(comps),
-        "evaluators:",
+        "evaluators:            # only what the adapter records: no metric is an error",
     ]
     if "router" in comps:
-        out.append("  router: [route_accuracy, routing]    # routing: per-route P/R/F1, "
-                   "confusion matrix")
+        out += ["  router: [route_accuracy]",
+                "  # once your router records a confidence or per-route scores, add `routing`",
+                "  # (per-route P/R/F1, confusion matrix, calibration)"]
     if "text2sql" in comps:
         out.append("  text2sql: [exact_match, equivalence]  # equivalence: executes both "
-                   "queries on the database")
+                   "queries on test databases")
     if "retriever" in comps:
         out += ["  retriever:",
-                "    - ranking: {k: [1, 5]}            # recall@K, mrr; with an LLM judge add "
+                "    - ranking: {k: [1, 3]}            # recall@K, mrr; with an LLM judge add "
                 "context_precision"]
     if "generator" in comps:
-        evaluators = ["answer_present"]
-        if choices.sources:
-            evaluators.append("numeric_consistency")
-        evaluators.append("generation_cost")
+        evaluators = (["faithfulness"] if choices.sources else []) + ["answer_correctness",
+                                                                      "answer_present"]
         out += [f"  generator: [{', '.join(evaluators)}]",
-                "  # with an LLM judge, also: faithfulness, answer_relevancy, answer_correctness"]
-    out += ["gates:                 # `evalharness scenario` exits 1 when one fails"]
-    out += [f"  - {GATES[c]}" for c in comps]
+                "  # also: answer_relevancy; numeric_consistency (an error on an answer without "
+                "figures);",
+                "  # generation_cost once your steps record token usage"]
+    rules = criteria(comps)
+    out.append("verdicts:              # each case's pass/fail per component, and end to end: "
+               "the bottleneck table")
+    lines = [f"  {c.component}: {'generator.' if c.component == 'end_to_end' else ''}"
+             f"{c.metric} {c.verdict}" for c in rules]
+    width = max(len(line) for line in lines)
+    out += [f"{line:<{width}}   # {c.why}" for line, c in zip(lines, rules, strict=True)]
+    if "generator" not in comps:
+        final = [c for c in COMPONENTS if c in comps][-1]
+        out.append(f"  # end to end: {final}'s verdict (no generator to compare with a reference "
+                   "answer)")
+    out.append("gates:                 # the same metrics, on the run's mean; "
+               "`evalharness scenario` exits 1 when one fails")
+    gates = [f"{'generator' if c.component == 'end_to_end' else c.component}.{c.metric} {c.gate}"
+             for c in rules]
+    out += [f"  - {gate}" for gate in dict.fromkeys(gates)]
     out.append("concurrency: 4         # cases the system handles at once")
     return "\n".join(out) + "\n"
 
@@ -407,7 +501,7 @@ def render_scenario(choices: Choices, folder: Path) -> str:
 # --------------------------------------------------------------------------------------------
 
 _HEADER = '''\
-"""The adapter between evalharness and your application: one function per component to fill in.
+"""The adapter between evalharness and your application: one function per component.
 
 Scenario: NAME (scenario.yaml, next to this file).
 
@@ -419,11 +513,13 @@ worker threads). `answer` calls the functions below in your pipeline's order,
 times each, and records what it returned in a `Trace`: the evaluators score each component
 from its step there (docs/scenario.md, "system" and "traces").
 
-Fill in each function marked `TODO` with a call into your application. Until then it raises
-NotImplementedError: every case is recorded as that error and the scenario's gates fail
-(exit code 1). Import your application's code at the top of this file; it must be importable
-(`pip install -e` it, or put its folder on `sys.path` first). Read only `case.question`: the
-gold labels are for the evaluators.
+As `evalharness init` wrote them, the functions are a toy over the example data (TOY), so
+that the scenario runs at once and its first report has failures to attribute: the example
+cases are written so that the toy gets some of them wrong, at different components. Replace
+the toy under each `TODO` with a call into your application and take its name out of TOY.
+Import your application's code at the top of this file; it must be importable (`pip install
+-e` it, or put its folder on `sys.path` first). Read only `case.question`: the gold labels are
+for the evaluators.
 
 A component that calls a model can report its tokens: give its step
 `usage=Usage(prompt_tokens=..., completion_tokens=...)` (from evalharness) in `answer`.
@@ -435,16 +531,15 @@ IMPORTS
 from evalharness import Case, STEPS, Trace
 
 HERE = Path(__file__).resolve().parent
-'''
 
-_NOT_IMPLEMENTED = '''
+TOY = [TOY_FUNCTIONS]
+"""The functions below that still run the toy instead of your application. Take a function's
+name out once it calls your application; while any is left, every run prints a note."""
 
-def not_implemented(function: str, component: str) -> NotImplementedError:
-    """The error of a function still to fill in: names this file, the function and the fix."""
-    return NotImplementedError(
-        f"{function}() in {Path(__file__).resolve()} is not implemented yet: replace its "
-        f"body with a call to your {component} (see the TODO there), then run "
-        "`evalharness scenario` again")
+if TOY:
+    print(f"note: {Path(__file__).name}: {', '.join(TOY)} still run the toy example, not your "
+          "application: its scores say nothing about your application yet (see TOY in "
+          f"{Path(__file__).resolve()})", file=sys.stderr)
 
 
 def timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
@@ -462,12 +557,19 @@ ROUTES = (ROUTE_NAMES)
 """The routes your router may choose, as in scenario.yaml's `pipeline: router: routes:`
 (ROUTE_MEANING)."""
 
+ROUTE_WORDS = {
+ROUTE_WORD_LINES}
+"""The toy router's words: a question that contains one of a route's words takes it."""
+
 
 def route(question: str) -> list[str]:
     """The router: the routes of ROUTES this question needs, e.g. ["sql"], or [] to abstain."""
     # TODO: call your router here and return its route names, e.g.
     #     return my_app.router.classify(question)
-    raise not_implemented("route", "router")
+    # The toy: the routes whose words the question contains; with none, the last route.
+    text = question.lower()
+    chosen = [name for name in ROUTES if any(word in text for word in ROUTE_WORDS[name])]
+    return chosen or [ROUTES[-1]]
 '''
 
 _TEXT2SQL = '''
@@ -477,6 +579,11 @@ _TEXT2SQL = '''
 MAX_ROWS = 50
 """The most rows of a query's result that are recorded and given to the generator."""
 
+PRODUCTS = ("Canvas Tote", "Leather Backpack", "Wool Scarf", "Rain Jacket", "Down Parka")
+CATEGORIES = {"bag": "bags", "accessor": "accessories", "outerwear": "outerwear"}
+"""The toy text-to-SQL's vocabulary: the example database's product names, and a word of
+each category."""
+
 
 def text_to_sql(question: str) -> str:
     """Text-to-SQL: one SQLite query that answers the question."""
@@ -484,7 +591,24 @@ def text_to_sql(question: str) -> str:
     #     return my_app.sql_writer.generate(question, schema=my_app.SCHEMA)
     # `answer` runs it on the database (run_sql below) and records its rows; if your
     # application runs it somewhere else, change `sql_step` to record those rows instead.
-    raise not_implemented("text_to_sql", "text-to-SQL component")
+    # The toy: one template over the example `products` table, filtered by the product
+    # names, categories, "in stock" and "more than N euros" in the question. It knows no
+    # other filter.
+    text = question.lower()
+    where = [f"name = '{name}'" for name in PRODUCTS if name.lower() in text]
+    where += [f"category = '{category}'" for word, category in CATEGORIES.items()
+              if word in text]
+    if "in stock" in text:
+        where.append("in_stock = 1")
+    more_than = re.search(r"more than (\\d+)", text)
+    if more_than:
+        where.append(f"price > {more_than.group(1)}")
+    sql = "SELECT name, price FROM products"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    if "cheapest" in text:
+        sql += " ORDER BY price LIMIT 1"
+    return sql
 '''
 
 _DATABASE_BUILD = '''
@@ -559,12 +683,28 @@ _RETRIEVER = '''
 CORPUS = HERE / CORPUS_REL
 """The chunks your retriever searches, one {"id", "text"} a line (scenario.yaml's `corpus:`)."""
 
+TOP_K = 3
+COMMON_WORDS = frozenset("a an and are can do does for how i in is it my of on the to what "
+                         "when which will you your".split())
+"""The toy retriever keeps at most TOP_K chunks and ignores these words."""
+
 
 def retrieve(question: str) -> list[str]:
     """The retriever: the ids of the chunks it finds for the question, best first."""
     # TODO: call your retriever here and return the ids of its chunks (as in CORPUS), e.g.
     #     return [hit.id for hit in my_app.search(question, k=5)]
-    raise not_implemented("retrieve", "retriever")
+    # The toy: the chunks that share the most words with the question (the very same words:
+    # no synonyms, no stemming), at most TOP_K of them.
+    asked = words(question)
+    shared = {chunk_id: len(asked & words(text)) for chunk_id, text in corpus().items()}
+    ranked = sorted((chunk_id for chunk_id in shared if shared[chunk_id]),
+                    key=lambda chunk_id: -shared[chunk_id])
+    return ranked[:TOP_K]
+
+
+def words(text: str) -> set[str]:
+    """The lowercased words of a text, without COMMON_WORDS."""
+    return set(re.findall(r"[a-z]+", text.lower())) - COMMON_WORDS
 
 
 @lru_cache(maxsize=1)
@@ -597,7 +737,41 @@ def generate(question: str, contexts: list[str]) -> str:
     ``contexts``: CONTEXTS_MEANING."""
     # TODO: call your generator here (e.g. your LLM with your prompt) and return its answer:
     #     return my_app.llm.answer(question, contexts)
-    raise not_implemented("generate", "generator")
+    # The toy writes no words of its own: the first sentence of each context, in order,
+    # without the column names of the query's rows ("name: Rain Jacket, price: 89.0").
+    if not contexts:
+        return "I do not know."
+    sentences = []
+    for context in contexts:
+        first = re.split(r"(?<=[.!?])\\s+", context.strip())[0]
+        first = re.sub(r"\\b\\w+: ", "", first)
+        sentences.append(first if first.endswith((".", "!", "?")) else first + ".")
+    return " ".join(sentences)
+'''
+
+_GENERATOR_ALONE = '''
+
+# ---- generator ----------------------------------------------------------------------------
+
+KNOWN = {
+    "return": "You can return any unworn item within 30 days of delivery.",
+    "care": "Hand wash wool in cold water and dry it flat.",
+}
+"""The toy generator's knowledge: an answer for questions that contain a word."""
+
+
+def generate(question: str, contexts: list[str]) -> str:
+    """The generator: the answer to the question.
+
+    ``contexts``: empty (nothing gives it context)."""
+    # TODO: call your generator here (e.g. your LLM with your prompt) and return its answer:
+    #     return my_app.llm.answer(question, contexts)
+    # The toy answers from what it knows by heart (KNOWN), else it does not know.
+    text = question.lower()
+    for word, known in KNOWN.items():
+        if word in text:
+            return known
+    return "I do not know."
 '''
 
 
@@ -616,8 +790,8 @@ _ANSWER_DOC = '''    """Run the pipeline on ``case.question``; return what each 
     that failed are run again with one component's output given (its gold: the router's
     ``routes``; text-to-SQL's ``sql``, ``columns``, ``rows``; the retriever's ``ids``,
     ``texts``). The components after it work from that output, and the trace records it:
-    the bottleneck report's headroom column. Leave this in place when you fill in the
-    functions above."""
+    the bottleneck report's headroom column. Leave this in place when you replace the toy in
+    the functions above."""
     overrides = overrides or {}
     unknown = sorted(set(overrides) - set(OVERRIDABLE))
     if unknown:
@@ -690,25 +864,28 @@ def render_system(choices: Choices, folder: Path) -> str:
     comps = choices.components
     step_names = {"router": "RouterStep", "text2sql": "Text2SQLStep",
                   "retriever": "RetrieverStep", "generator": "GeneratorStep"}
-    imports = ["import time", "from collections.abc import Callable", "from pathlib import Path",
-               "from typing import Any"]
+    imports = ["import sys", "import time", "from collections.abc import Callable",
+               "from pathlib import Path", "from typing import Any"]
     if "text2sql" in comps:
         imports += ["import sqlite3", "import threading"]
     if "retriever" in comps:
         imports.append("import json")
-    if "text2sql" in comps or "retriever" in comps:
-        imports.append("from functools import lru_cache")
+    if choices.sources:  # the toys of text_to_sql, retrieve and generate use re
+        imports += ["import re", "from functools import lru_cache"]
     plain = sorted(i for i in imports if i.startswith("import "))
     froms = sorted(i for i in imports if i.startswith("from "))
     chain = " -> ".join(FUNCTION_OF[c] for c in comps)
     text = (_HEADER.replace("NAME", choices.name).replace("CHAIN", chain)
             .replace("IMPORTS", "\n".join(plain + froms) + "\n")
-            .replace("STEPS", ", ".join(sorted(step_names[c] for c in comps))))
-    text += _NOT_IMPLEMENTED
+            .replace("STEPS", ", ".join(sorted(step_names[c] for c in comps)))
+            .replace("TOY_FUNCTIONS", ", ".join(f'"{FUNCTION_OF[c]}"' for c in comps)))
     if "router" in comps:
         names = [ROUTE_OF[c] for c in choices.sources]
+        words = "".join(f"    {json.dumps(name)}: {python_tuple(list(ROUTE_WORDS[name]))},\n"
+                        for name in names)
         text += (_ROUTER
                  .replace("(ROUTE_NAMES)", python_tuple(names))
+                 .replace("ROUTE_WORD_LINES", words)
                  .replace("ROUTE_MEANING", ", ".join(f"{ROUTE_OF[c]} runs {FUNCTION_OF[c]}"
                                                      for c in choices.sources)))
     if "text2sql" in comps:
@@ -723,12 +900,13 @@ def render_system(choices: Choices, folder: Path) -> str:
         rel = "data/corpus.jsonl" if choices.corpus is None else relative_path(choices.corpus,
                                                                                 folder)
         text += _RETRIEVER.replace("CORPUS_REL", json.dumps(rel))
-    if "generator" in comps:
+    if "generator" in comps and not choices.sources:
+        text += _GENERATOR_ALONE
+    elif "generator" in comps:
         given = [w for c, w in (("text2sql", "the query's rows (one line a row)"),
                                 ("retriever", "the retrieved chunks' texts"))
                  if c in comps]
-        meaning = ", then ".join(given) if given else "empty (nothing gives it context)"
-        text += _GENERATOR.replace("CONTEXTS_MEANING", meaning)
+        text += _GENERATOR.replace("CONTEXTS_MEANING", ", then ".join(given))
     text += _answer_source(comps)
     return text
 
@@ -739,8 +917,8 @@ def render_system(choices: Choices, folder: Path) -> str:
 
 DESCRIPTIONS = {
     "scenario.yaml": "the scenario: cases, system, data, evaluators, gates",
-    "system.py": "the adapter: fill in the functions marked TODO",
-    "cases.jsonl": "three example cases about the example data",
+    "system.py": "the adapter: a toy until you call your application where it says TODO",
+    "cases.jsonl": "example cases about the example data",
     "data/schema.sql": "the build script of an example database",
     "data/corpus.jsonl": "an example corpus of four chunks",
 }
@@ -854,13 +1032,14 @@ def init(directory: Path, components_text: str | None, database: Path | None,
          corpus: Path | None, name: str | None, force: bool, no_input: bool) -> None:
     """Scaffold a scenario for an existing application in DIR (default: here).
 
-    Writes scenario.yaml, system.py (the adapter: one function per component to fill in),
-    cases.jsonl (three example cases) and, unless --database/--corpus are given, example data
-    under data/; then checks the result as `evalharness validate` does. On a terminal it
-    asks for what the flags do not give (not with --no-input).
+    Writes scenario.yaml, system.py (the adapter: one function per component, each a toy
+    over the example data until you call your application there), cases.jsonl (example
+    cases) and, unless --database/--corpus are given, example data under data/; then checks
+    the result as `evalharness validate` does. On a terminal it asks for what the flags do
+    not give (not with --no-input).
 
-    Until the adapter is filled in, every case is a "not implemented" error and the
-    scenario's gates fail: `evalharness scenario` exits 1.
+    The toy gets some example cases wrong, at different components, so the first
+    `evalharness scenario` run shows a bottleneck table; its gates fail: it exits 1.
 
     \b
     Examples:
@@ -939,7 +1118,10 @@ def init(directory: Path, components_text: str | None, database: Path | None,
         click.echo(f"wrote {directory / rel}  ({DESCRIPTIONS[rel]})")
 
     scenario_path = directory / "scenario.yaml"
-    summary = validate_written(scenario_path)
+    # the example cases are about the example data: their gold fits your own database or
+    # corpus only once you have replaced them (the next steps say so)
+    summary = validate_written(scenario_path,
+                               gold=choices.database is None and choices.corpus is None)
     click.echo(summary)
     click.echo(next_steps(directory, choices))
 
@@ -956,39 +1138,36 @@ def refuse_overwrite(directory: Path, folder: Path, files: list[str]) -> None:
                           + ("them" if others else "it") + ", or choose another DIR")
 
 
-def validate_written(path: Path) -> str:
-    """Run ``evalharness validate``'s checks on the written scenario; its one-line summary."""
-    from evalharness.runner import check_resources, load_system, make_judge
-    from evalharness.scenario import load_scenario
+def validate_written(path: Path, gold: bool = True) -> str:
+    """Run ``evalharness validate``'s checks on the written scenario (the gold too, with
+    ``gold``); its one-line summary."""
+    from evalharness.runner import validate_scenario
 
     try:
-        loaded = load_scenario(path)
-        load_system(loaded)
-        judge = make_judge(loaded)
-        judge.close()
-        check_resources(loaded)
+        summary, warnings = validate_scenario(path, gold=gold)
     except EvalHarnessError as exc:
         raise InitProblem(f"the files are written, but the scenario does not validate: {exc}. "
                           f"Fix that, then run `evalharness validate {path}`") from None
-    for warning in judge.warnings:
+    for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
-    return (f"{path}: valid — {len(loaded.cases)} cases, {len(loaded.pipeline.order)} "
-            f"components, {len(loaded.evaluators)} evaluators, {len(loaded.gates)} gates")
+    return summary
 
 
 def next_steps(directory: Path, choices: Choices) -> str:
-    """What to do after ``init``: fill in the adapter, validate, run."""
+    """What to do after ``init``: run the toy, replace it and the cases, run again."""
     functions = ", ".join(FUNCTION_OF[c] for c in choices.components)
     scenario = shlex.quote(str(directory / "scenario.yaml"))
     lines = [
         "",
+        f"{directory / 'system.py'} runs a toy over the example data, not your application.",
         "Next:",
-        f"  1. fill in the functions marked TODO in {directory / 'system.py'}: {functions}",
-        f"  2. replace the example cases in {directory / 'cases.jsonl'} with your questions "
+        f"  1. evalharness scenario {scenario}    (the toy's report: the example cases it gets "
+        "wrong, attributed to components; its gates fail, exit 1)",
+        f"  2. in {directory / 'system.py'}, replace the toy under each TODO with a call to "
+        f"your application: {functions}; and take the function's name out of TOY",
+        f"  3. replace the example cases in {directory / 'cases.jsonl'} with your questions "
         "and their gold labels",
-        f"  3. evalharness validate {scenario}",
-        f"  4. evalharness scenario {scenario}    (exits 1 until step 1 is done: every case is "
-        "a 'not implemented' error)",
+        f"  4. evalharness validate {scenario}, then evalharness scenario {scenario}",
     ]
     if choices.database is not None or choices.corpus is not None:
         lines.append("The example cases' gold labels (SQL, chunk ids) are about the example "
