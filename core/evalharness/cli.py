@@ -38,8 +38,9 @@ from evalharness.report import (
     pct_ci,
     usage_line,
 )
-from evalharness.runner import Progress, validate_scenario
+from evalharness.runner import Progress
 from evalharness.scenario import ScenarioFile, load_scenario
+from evalharness.validation import validate_scenario
 
 
 class InputProblem(click.ClickException):

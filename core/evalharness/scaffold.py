@@ -1141,7 +1141,7 @@ def refuse_overwrite(directory: Path, folder: Path, files: list[str]) -> None:
 def validate_written(path: Path, gold: bool = True) -> str:
     """Run ``evalharness validate``'s checks on the written scenario (the gold too, with
     ``gold``); its one-line summary."""
-    from evalharness.runner import validate_scenario
+    from evalharness.validation import validate_scenario
 
     try:
         summary, warnings = validate_scenario(path, gold=gold)
