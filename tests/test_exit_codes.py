@@ -167,9 +167,9 @@ def test_every_exit_code(code, tmp_path):
     if code == exitcodes.INFRASTRUCTURE:
         report = json.loads((out / "report.json").read_text())
         assert report["infrastructure"], report
-        assert re.match(r"the judge \(openai:judge-1\) answered none of the \d+ judgments? "
-                        "asked of it; most often: .*could not connect to "
-                        "http://127.0.0.1:9/v1", report["infrastructure"][0])
+        assert re.match(r"the judge \(openai:judge-1\) gave no usable answer to any of the \d+ "
+                        r"judgments? asked of it; most often: .*could not connect to "
+                        r"http://127.0.0.1:9/v1", report["infrastructure"][0])
         assert "error: the run could not do its work: the judge" in res.err
         assert res.err.rstrip().endswith("(exit code 3)")
         assert "> **The run could not do its work:** the judge" in \

@@ -290,5 +290,5 @@ def test_pytest_plugin_says_why_the_run_could_not_do_its_work(tmp_path, pytester
                                           "no:cacheprovider", "--evalharness-out",
                                           str(tmp_path / "runs"))
     text = result.stdout.str()
-    assert "the run could not do its work: the judge (openai:judge-1) answered none" in text
+    assert "the run could not do its work: the judge (openai:judge-1) gave no usable answer" in text
     assert "(the CLI exits 3 on this run; docs/ci.md)" in text

@@ -608,7 +608,9 @@ def test_every_test_docs_reliability_names_exists():
              "traces": "test_reliability_traces", "judge": "test_reliability_judge",
              "review": "test_reliability_review", "inputs": "test_reliability_inputs",
              "run": "test_reliability_run", "pytest_plugin": "test_pytest_plugin",
-             "dependencies": "test_dependencies"}
+             "dependencies": "test_dependencies", "exit_codes": "test_exit_codes",
+             "ray_executor": "test_ray_executor", "validate_gold": "test_validate_gold",
+             "init": "test_init"}
     named = re.findall(r"`(\w+)::(test_\w+)", text)
     assert len(named) > 30
     for module, test in named:

@@ -24,7 +24,7 @@ MEANINGS: dict[int, str] = {
     GATE_FAILED: "a gate failed (`evalharness compare`: a gated metric regressed)",
     INPUT: "invalid input or usage: nothing ran (a bad scenario, case, option or address)",
     INFRASTRUCTURE: "the run could not do its work: a cluster's worker or node died, or the "
-                    "judge answered none of its requests; the report covers what completed",
+                    "judge gave no usable answer to any request; the report covers what completed",
     NOTHING_EVALUATED: "the system under test failed on every case: nothing was evaluated",
     INTERRUPTED: "interrupted (Ctrl-C); what completed is saved: rerun with --resume",
 }

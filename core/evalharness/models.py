@@ -903,7 +903,7 @@ class Report(_Model):
     infrastructure: list[str] = Field(default_factory=list)
     """Why the run could not do its work, when it could not (exit code 3, docs/ci.md): a
     cluster's worker or node that died (the cases it did not complete have no result; the
-    report covers the others), a judge that answered none of its requests. Empty for a run
+    report covers the others), a judge that gave no usable answer to any request. Empty for a run
     that did its work."""
 
     system_errors: list[SystemErrorGroup] = Field(default_factory=list)

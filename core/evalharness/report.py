@@ -428,13 +428,13 @@ def _missing_warnings(components: dict[str, ComponentReport]) -> list[str]:
 
 def unreachable_judge(judge: dict[str, Any], components: dict[str, ComponentReport]
                       ) -> list[str]:
-    """The infrastructure problem of an LLM judge that answered none of the judgments asked
+    """The infrastructure problem of an LLM judge that gave no usable answer to any judgment asked
     of it (none from the cache, none refused by ``max_cost``), with its most frequent error;
     empty otherwise.
 
     >>> unreachable_judge({"llm": True, "label": "openai:m", "usage": {"judgments": 4,
-    ...     "cache_hits": 0, "errors": 4}}, {})[0][:61]
-    'the judge (openai:m) answered none of the 4 judgments asked o'
+    ...     "cache_hits": 0, "errors": 4}}, {})[0][:74]
+    'the judge (openai:m) gave no usable answer to any of the 4 judgments asked'
     >>> unreachable_judge({"llm": True, "usage": {"judgments": 4, "cache_hits": 0,
     ...     "errors": 3}}, {})
     []
@@ -450,8 +450,8 @@ def unreachable_judge(judge: dict[str, Any], components: dict[str, ComponentRepo
             if summary.judge:
                 reasons.update(summary.error_reasons)
     common = reasons.most_common(1)
-    return [f"the judge ({judge.get('label') or judge.get('backend')}) answered none of the "
-            f"{asked} judgment{'s' if asked != 1 else ''} asked of it"
+    return [f"the judge ({judge.get('label') or judge.get('backend')}) gave no usable answer "
+            f"to any of the {asked} judgment{'s' if asked != 1 else ''} asked of it"
             + (f"; most often: {common[0][0]}" if common else "")
             + ". Every judged metric is an error: check the endpoint and run again into a "
             "new --out (the judge cache keeps every judgment made)"]
