@@ -190,7 +190,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
 
     Exit code 0 when every gate passes, 1 when a gate fails, 2 for invalid input (nothing
     ran), 3 when the run could not do its work (a cluster's worker or node died, the judge
-    answered no request: the report covers what completed), 4 when the system failed on
+    gave no usable answer: the report covers what completed), 4 when the system failed on
     every case, 130 when interrupted (rerun with --resume to continue). See docs/ci.md.
 
     \b
