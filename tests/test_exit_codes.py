@@ -272,3 +272,51 @@ def test_ctrl_c_while_loading_is_130_not_1(tmp_path, monkeypatch):
     res = run_cli("scenario", small(tmp_path), "--out", tmp_path / "run")
     assert res.code == exitcodes.INTERRUPTED and res.err.strip() == "interrupted", res
     assert not (tmp_path / "run").exists()
+
+
+STARTING_EXECUTOR = '''
+from evalharness import hookimpl
+from evalharness.errors import InfrastructureError
+from evalharness.registry import Executor
+
+
+class Failing:
+    """An executor whose cluster cannot start (``address`` "down"), or whose start is
+    interrupted (``address`` "ctrl-c")."""
+
+    def __init__(self, address):
+        self.address = address
+
+    def start(self):
+        if self.address == "ctrl-c":
+            raise KeyboardInterrupt
+        raise InfrastructureError("the local cluster did not start within 180 s")
+
+    def run(self, spec, work, emit, stopped):
+        raise AssertionError("never runs")
+
+    def close(self):
+        pass
+
+
+@hookimpl
+def register_executors(register):
+    register(Executor("failing", Failing, description="cannot start"))
+'''
+
+
+@pytest.mark.parametrize(("address", "code", "said"), [
+    ("down", exitcodes.INFRASTRUCTURE,
+     "error: the run could not do its work: the local cluster did not start within 180 s "
+     "(exit code 3)"),
+    ("ctrl-c", exitcodes.INTERRUPTED,
+     "interrupted before the run began: nothing was written: run the same command again"),
+])
+def test_an_executor_that_cannot_start_writes_nothing(tmp_path, address, code, said):
+    """Before the run folder exists: a cluster that cannot start is exit 3, Ctrl-C while it
+    starts is 130 without a --resume hint (there is nothing to resume)."""
+    plugin = write(tmp_path / "failing.py", STARTING_EXECUTOR)
+    res = run_cli("scenario", small(tmp_path), "--out", tmp_path / "run", "--plugin", plugin,
+                  "--executor", "failing", "--address", address)
+    assert res.code == code and res.err.strip() == said, res
+    assert not (tmp_path / "run").exists()
