@@ -16,7 +16,7 @@ from evalharness.compare import (
     bottleneck_shift,
     compare_metric,
     compare_runs,
-    direction,
+    direction_of,
     paired_differences,
 )
 from evalharness.errors import InputError
@@ -70,12 +70,25 @@ def test_p_values_are_uniform_enough_under_the_null():
     assert 0.01 <= rate <= 0.10, rate
 
 
-def test_direction_table():
-    assert [direction(m) for m in ("route_accuracy", "ndcg@5", "faithfulness")] == ["higher"] * 3
-    lower = ("latency_ms", "total_tokens", "exec_time_ratio", "brier", "abstention", "ece",
-             "ece@10")
-    assert {direction(m) for m in lower} == {"lower"}
-    assert direction("answer_words") == "neutral"
+def test_directions_come_from_the_declarations():
+    """Which way is better is what the plugin declares: stored in report.json, else (a report
+    from before declarations were stored) the installed plugin's evaluator of that name."""
+    def way(kind, evaluator, metric):
+        return direction_of([{"evaluator": evaluator, "metric": metric}], kind)
+
+    assert [way("router", "route_accuracy", "route_accuracy"),
+            way("retriever", "ranking", "ndcg@5"),
+            way("generator", "faithfulness", "faithfulness")] == ["higher"] * 3
+    lower = [("generator", "generation_cost", "latency_ms"),
+             ("generator", "generation_cost", "total_tokens"),
+             ("text2sql", "equivalence", "exec_time_ratio"), ("router", "routing", "brier"),
+             ("router", "routing", "abstention"), ("router", "routing", "ece@10bins")]
+    assert {way(*x) for x in lower} == {"lower"}
+    assert way("generator", "answer_present", "answer_words") == "neutral"
+    assert way("generator", "no_such_evaluator", "latency_ms") == "higher"
+    stored = {"declaration": {"direction": "lower"}, "evaluator": "faithfulness",
+              "metric": "faithfulness"}
+    assert direction_of([stored], "generator") == "lower"  # the run's own word wins
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,9 +121,11 @@ def test_significant_regression_is_flagged_and_a_null_difference_is_not():
     assert m.delta == pytest.approx(-0.2) and m.ci95 == pytest.approx([-0.2, -0.2])
     assert m.gates == ["retriever.ndcg@5 >= 0.7"]
     # The same change is an improvement for a lower-is-better metric.
-    assert compare_metric("generator", "latency_ms", base, worse).status == "improved"
+    assert compare_metric("generator", "latency_ms", base, worse,
+                          direction="lower").status == "improved"
     # ... and only "changed" for a metric without a better direction.
-    assert compare_metric("generator", "answer_words", base, worse).status == "changed"
+    assert compare_metric("generator", "answer_words", base, worse,
+                          direction="neutral").status == "changed"
     # Differences that cancel out: delta 0, nothing flagged.
     wobble = {c: v + (0.1 if i % 2 else -0.1) for i, (c, v) in enumerate(base.items())}
     null = compare_metric("retriever", "ndcg@5", base, wobble)

@@ -103,7 +103,7 @@ def test_texts_come_from_the_step_then_the_corpus():
     assert "no corpus" in chunk_length.chunk_texts(RetrieverStep(ids=["d1"]), {})
 
 
-def test_hook_through_a_plugin_host():
+def test_evaluator_through_a_plugin_host():
     host = load_plugins(modules=[chunk_length], entry_points=False)
     plugin = chunk_length.__name__
     registered = host.registry.evaluator("retriever", "chunk_length")
@@ -111,14 +111,14 @@ def test_hook_through_a_plugin_host():
     settings = chunk_length.ChunkLengthSettings(max_chars=3)
     batch = [(Case(id="a", question="?"), RetrieverStep(ids=["x", "y"], texts=["ab", "abcd"])),
              (Case(id="b", question="?"), RetrieverStep(ids=["z"]))]
-    rows = host.call_for_plugin("evaluate_retriever", plugin, evaluator="chunk_length",
-                                batch=batch, settings=settings, context=EvalContext())
+    rows = registered.item.evaluate(batch=batch, settings=settings, context=EvalContext())
     assert rows[0]["mean_chunk_chars"].value == 3.0
     assert rows[0]["within_limit"].value == 0.5
     assert rows[1]["within_limit"].error == "the step records no texts and the scenario has no corpus"
-    # Another evaluator's name is not ours: the hook says so with None.
-    assert host.call_for_plugin("evaluate_retriever", plugin, evaluator="other", batch=batch,
-                                settings=settings, context=EvalContext()) is None
+    # Its metrics are declared: the default verdict, the reviewer's question, the scale.
+    within = registered.item.declaration("within_limit")
+    assert within.verdict == ">= 0.8" and within.question.startswith("Are the retrieved")
+    assert registered.item.declaration("mean_chunk_chars").unit == "chars"
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,7 +134,7 @@ def test_installed_plugin_is_listed(installed: Path, tmp_path: Path):
     plugin = plugins["chunk_length"]
     assert plugin["source"] == "entry point"
     assert plugin["version"] == "0.1.0"
-    assert plugin["hooks"] == ["evaluate_retriever", "register_evaluators"]
+    assert plugin["hooks"] == ["register_evaluators"]
     [evaluator] = plugin["evaluators"]
     assert evaluator["name"] == "chunk_length"
     assert evaluator["component"] == "retriever"

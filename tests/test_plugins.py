@@ -155,7 +155,8 @@ def test_evaluator_for_an_unknown_kind():
 
 
 def test_evaluator_hook_is_called_only_on_the_registering_plugin(small):
-    """Another plugin's evaluate_router is never asked about route_accuracy."""
+    """Another plugin's evaluate_router is never asked about route_accuracy: the core calls
+    the registered evaluator's own `evaluate`."""
     calls = []
 
     class Nosy:
@@ -164,11 +165,13 @@ def test_evaluator_hook_is_called_only_on_the_registering_plugin(small):
             calls.append(evaluator)
             return [{"route_accuracy": 0.0} for _ in batch]
 
-    host = load_plugins(modules=[Nosy()])
-    from evalharness.models import Case, RouterStep
+    from evalharness.context import EvalContext
+    from evalharness.evaluate import evaluate_batch
+    from evalharness.models import Case, RouterStep, Trace
+    from evalharness.scenario import load_scenario
 
-    rows = host.call_for_plugin(
-        "evaluate_router", "evalharness_router", evaluator="route_accuracy",
-        batch=[(Case(id="a", question="q", gold={"routes": ["sql"]}),
-                RouterStep(routes=["sql"]))], settings=None, context=None)
-    assert rows[0]["route_accuracy"].value == 1.0 and calls == []
+    scenario = load_scenario(small, host=load_plugins(modules=[Nosy()]))
+    case = Case(id="a", question="q", gold={"routes": ["sql"]})
+    [result] = evaluate_batch(scenario, EvalContext(pipeline=scenario.pipeline),
+                              [(case, Trace(case_id="a", router=RouterStep(routes=["sql"])))])
+    assert result.components["router"].metrics["route_accuracy"].value == 1.0 and calls == []

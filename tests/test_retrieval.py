@@ -345,7 +345,7 @@ def test_ranking_failures_are_errors_with_reasons():
         "the ranking lists chunk ids more than once: a"}
     assert "NaN" in rows[2]["map"].error
     assert all(v.value == 0.0 for v in rows[3].values())  # judged, nothing relevant
-    assert evaluate_retriever("context_precision", batch, settings) is None
+    assert evaluate_retriever("no_such_evaluator", batch, settings) is None
 
 
 def test_ranking_settings_are_validated():

@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING
 
+from evalharness.declarations import Init, LabelGold, Metric
 from evalharness.hookspecs import hookimpl
 from evalharness.models import (
     Case,
@@ -17,8 +18,9 @@ from evalharness.models import (
     Trace,
     Usage,
 )
+from evalharness.registry import ComponentKind, Evaluator, Oracle
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:  # the lazily imported API, for type checkers and editors
     from evalharness.api import RunFolder, RunInterrupted, compare_runs, load_run, run_scenario
@@ -39,6 +41,12 @@ def __getattr__(name: str):
 __all__ = [
     "Case",
     "CaseResult",
+    "ComponentKind",
+    "Evaluator",
+    "Init",
+    "LabelGold",
+    "Metric",
+    "Oracle",
     "GeneratorStep",
     "Gold",
     "MetricValue",

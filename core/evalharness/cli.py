@@ -365,7 +365,8 @@ def print_bottleneck(report: Report, console: Console) -> None:
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               help="Also load this local plugin file (repeatable).")
 def plugins(as_json: bool, plugins: tuple[str, ...]) -> None:
-    """List loaded plugins: version, hooks implemented, evaluators registered.
+    """List loaded plugins: version, hooks implemented, evaluators registered (--json: with
+    every metric's declaration).
 
     \b
     Examples:
@@ -394,6 +395,8 @@ def plugins(as_json: bool, plugins: tuple[str, ...]) -> None:
             click.echo(f"  component kinds: {', '.join(p['component_kinds'])}")
         if p["judge_backends"]:
             click.echo(f"  judge backends: {', '.join(p['judge_backends'])}")
+        if p["oracles"]:
+            click.echo(f"  oracles: {', '.join(p['oracles'])}")
     if len(described) == 1:
         click.echo("No evaluator plugins are installed: run `pip install -e .` in the "
                    "evalharness checkout, or check EVALHARNESS_LOAD_PLUGINS.", err=True)
@@ -652,8 +655,28 @@ def convert(path: Path, fmt: str | None, mapping: str | None, scenario_path: Pat
                   if counts["no question"] else ""))
 
 
+def _show_deprecations() -> None:
+    """A plugin's deprecation warning as one ``warning:`` line on stderr, once per message
+    (not Python's ``file:line: Category:`` form, which names evalharness's code, not the
+    plugin)."""
+    import warnings
+
+    from evalharness.errors import EvalHarnessDeprecationWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, EvalHarnessDeprecationWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main() -> None:
     """Console-script entry point: lets plugins add commands, then runs the CLI."""
+    _show_deprecations()
     try:
         host = load_plugins()
     except EvalHarnessError as exc:

@@ -8,7 +8,7 @@ computed a value are paired by case id, and the per-case differences ``B − A``
 - its 95% CI: a seeded percentile bootstrap of that mean (:func:`stats.bootstrap_ci`);
 - a p-value: a two-sided paired permutation test (:func:`stats.paired_permutation_p`).
 
-A metric *regressed* when its delta points the bad way (see :func:`direction`) with
+A metric *regressed* when its delta points the bad way (see :func:`direction_of`) with
 ``p < alpha``. The command exits 1 when a metric gated in B's scenario regressed. See
 docs/compare.md.
 """
@@ -28,6 +28,7 @@ import evalharness.jsonlimits as jsonlimits
 from evalharness.context import jsonl_error, read_jsonl
 from evalharness.errors import InputError
 from evalharness.models import SCHEMA_VERSION, CaseResult
+from evalharness.plugins import installed_declaration
 from evalharness.report import fmt
 from evalharness.review import pairwise
 from evalharness.stats import (
@@ -46,31 +47,30 @@ COMPARISON_SCHEMA_VERSION = "1"
 # Which way is better: the one place that decides
 # --------------------------------------------------------------------------------------------
 
-LOWER_IS_BETTER = frozenset({"latency_ms", "total_tokens", "exec_time_ratio", "brier",
-                             "abstention"})
-"""Metrics where a smaller value is better (besides every name starting with ``ece``)."""
-
-LOWER_IS_BETTER_PREFIXES = ("ece",)
-"""Name prefixes of lower-is-better metrics (expected calibration error and its variants)."""
-
-NEUTRAL = frozenset({"answer_words"})
-"""Metrics with no better direction: a change is reported, never flagged as a regression."""
-
 Direction = Literal["higher", "lower", "neutral"]
 
 
-def direction(metric: str) -> Direction:
-    """Which way is better for a metric (by name; cutoffs like ``@5`` are part of the name).
+def direction_of(summaries: list[dict[str, Any]], kind: str | None = None) -> Direction:
+    """Which way is better for a metric, as its plugin declares it: read from the runs'
+    report.json (``components.C.metrics.M.declaration``); for a report written before
+    declarations were stored, from the declaration of the installed plugin's evaluator of the
+    same name; ``higher`` when neither says.
 
-    >>> direction("recall@5"), direction("latency_ms"), direction("ece@10")
-    ('higher', 'lower', 'lower')
-    >>> direction("answer_words")
-    'neutral'
+    >>> direction_of([{"declaration": {"direction": "lower"}}])
+    'lower'
     """
-    if metric in NEUTRAL:
-        return "neutral"
-    if metric in LOWER_IS_BETTER or metric.startswith(LOWER_IS_BETTER_PREFIXES):
-        return "lower"
+    for summary in summaries:
+        declared = summary.get("declaration")
+        if isinstance(declared, dict) and declared.get("direction") in ("higher", "lower",
+                                                                       "neutral"):
+            return declared["direction"]
+    for summary in summaries:
+        evaluator, metric = summary.get("evaluator"), summary.get("metric")
+        if kind and isinstance(evaluator, str) and isinstance(metric, str):
+            found = installed_declaration(kind, evaluator, metric,
+                                          summary.get("scope") or "case")
+            if found is not None:
+                return found.direction
     return "higher"
 
 
@@ -288,6 +288,12 @@ class Run:
                 if isinstance(comp, dict) for m in comp.get("metrics") or {}]
         return keys + [k for k in self.values if k not in set(keys)]
 
+    def kind(self, component: str) -> str | None:
+        """The component's kind in this run."""
+        comp = self.report["components"].get(component)
+        kind = comp.get("kind") if isinstance(comp, dict) else None
+        return kind if isinstance(kind, str) else None
+
     def summary(self, component: str, metric: str) -> dict[str, Any]:
         comp = self.report["components"].get(component)
         found = (comp or {}).get("metrics", {}).get(metric) if isinstance(comp, dict) else None
@@ -379,8 +385,10 @@ def compare_metric(component: str, metric: str, a: dict[str, float | None],
                    b: dict[str, float | None], *, alpha: float = 0.05,
                    resamples: int = RESAMPLES, permutations: int = PERMUTATIONS,
                    judged: bool = False, comparable: bool = True,
-                   gates: list[str] | None = None) -> MetricComparison:
-    """One metric's comparison from its per-case values in A and B (``None`` = failed)."""
+                   gates: list[str] | None = None, direction: Direction = "higher"
+                   ) -> MetricComparison:
+    """One metric's comparison from its per-case values in A and B (``None`` = failed);
+    ``direction``: which way is better, as the metric's plugin declares it."""
     ids, diffs = paired_differences(a, b)
     computed_a = [v for v in a.values() if v is not None]
     computed_b = [v for v in b.values() if v is not None]
@@ -388,7 +396,7 @@ def compare_metric(component: str, metric: str, a: dict[str, float | None],
     ci = bootstrap_ci(diffs, seed=seed_for("compare", component, metric), resamples=resamples)
     p = paired_permutation_p(diffs, seed=seed_for("compare-permutation", component, metric),
                              permutations=permutations)
-    way = direction(metric)
+    way = direction
     if not ids:
         status: Status = "no_pairs"
     elif not comparable:
@@ -417,13 +425,14 @@ JUDGE_IDENTITY = ("backend", "model", "embedding_model")
 
 
 def run_level_row(component: str, metric: str, a: dict[str, Any], b: dict[str, Any],
-                  gates: list[str] | None) -> MetricComparison:
+                  gates: list[str] | None, direction: Direction = "higher"
+                  ) -> MetricComparison:
     """A run-level metric (one value per run): both values and B − A. There is no per-case
     pair to test, so it is shown, never flagged; rerun both scenarios' cases together to test
     it."""
     mean_a, mean_b = _number(a.get("mean")), _number(b.get("mean"))
     return MetricComparison(
-        component=component, metric=metric, direction=direction(metric), mean_a=mean_a,
+        component=component, metric=metric, direction=direction, mean_a=mean_a,
         mean_b=mean_b, n_a=int(a.get("n") or 0), n_b=int(b.get("n") or 0), n_paired=0,
         only_a=0, only_b=0,
         delta=None if mean_a is None or mean_b is None else mean_b - mean_a,
@@ -484,8 +493,11 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
     rows = []
     for component, metric in chosen:
         sa, sb = run_a.summary(component, metric), run_b.summary(component, metric)
+        way = direction_of([{**sb, "metric": metric}, {**sa, "metric": metric}],
+                           run_b.kind(component) or run_a.kind(component))
         if "run" in (sa.get("scope"), sb.get("scope")):
-            rows.append(run_level_row(component, metric, sa, sb, gates.get((component, metric))))
+            rows.append(run_level_row(component, metric, sa, sb, gates.get((component, metric)),
+                                      way))
             continue
         judged = bool(run_a.summary(component, metric).get("judge")
                       or run_b.summary(component, metric).get("judge"))
@@ -493,7 +505,7 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
             component, metric, run_a.values.get((component, metric), {}),
             run_b.values.get((component, metric), {}), alpha=alpha, resamples=resamples,
             permutations=permutations, judged=judged, comparable=not (judged and judges_differ),
-            gates=gates.get((component, metric))))
+            gates=gates.get((component, metric)), direction=way))
     if judges_differ:
         judged = [f"{r.component}.{r.metric}" for r in rows if r.judged]
         warnings.append(

@@ -47,6 +47,11 @@ class InfrastructureError(Exception):
     ``results.jsonl``, so ``--resume`` runs them."""
 
 
+class EvalHarnessDeprecationWarning(FutureWarning):
+    """A plugin uses a way of evalharness 0.1 that goes in the next release (shown by default,
+    once per message: the person running evalharness is the one who can ask for an update)."""
+
+
 class NoOracle(Exception):  # noqa: N818 - it is a signal, not a failure of the run
     """Raised by an :func:`~evalharness.hookspecs.oracle_output` implementation when a case
     lacks the gold its component's oracle output is built from; the message says which.

@@ -1,8 +1,9 @@
 """Evaluation of a batch of finished cases: each pipeline component, each configured evaluator.
 
 The core knows no metric. For every component it collects the ``(case, step)`` pairs whose
-trace has that component's step, and calls the evaluator hook of the component's kind on the
-plugin that registered each evaluator. Last, every case gets its per-component and end-to-end
+trace has that component's step, and calls each configured evaluator's ``evaluate`` with the
+arguments it names (a plugin written for evalharness 0.1 gets its ``evaluate_<kind>`` hook
+called instead, on that plugin only). Last, every case gets its per-component and end-to-end
 verdicts and its failure attribution (:mod:`evalharness.verdicts`).
 """
 
@@ -21,6 +22,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from evalharness import verdicts
 from evalharness.context import EvalContext
+from evalharness.declarations import call_with
 from evalharness.errors import USER_CODE_ERRORS, describe
 from evalharness.execution import start_daemon
 from evalharness.judge.base import LEDGER
@@ -110,7 +112,7 @@ class _Call(NamedTuple):
     """One evaluator to run on one component's batch."""
 
     component: str
-    hook: str
+    hook: str | None
     configured: ConfiguredEvaluator
     applicable: list[tuple[int, Case, Any]]
     batch: list[tuple[Case, Any]]
@@ -158,11 +160,18 @@ def _call(scenario: Scenario, call: _Call, warned: set[str]) -> _Outcome:
     if configured.budget_s is not None:
         context = dataclasses.replace(context, budget_s=configured.budget_s)
 
+    work = configured.evaluator.evaluate
+    hook_name = call.hook or f"evaluate_{scenario.pipeline.kind(call.component)}"
+
     def hook() -> Any:
         token = LEDGER.set(ledger)
         try:
-            return scenario.host.call_for_plugin(
-                call.hook, configured.plugin, evaluator=configured.name, batch=batch,
+            if work is not None:
+                return call_with(work, batch=batch, settings=configured.settings,
+                                 context=context, component=call.component,
+                                 evaluator=configured.name)
+            return scenario.host.call_for_plugin(  # deprecated: evalharness 0.1's hooks
+                hook_name, configured.plugin, evaluator=configured.name, batch=batch,
                 settings=configured.settings, context=context)
         finally:
             LEDGER.reset(token)
@@ -178,7 +187,8 @@ def _call(scenario: Scenario, call: _Call, warned: set[str]) -> _Outcome:
                 raise _Problem(
                     f"{label} overran its budget: budget_s = {configured.budget_s:g} s per case, "
                     f"{limit:g} s for this batch of {len(batch)}; the call was abandoned") from None
-        out, size = _checked(rows, configured, batch, label, call.hook)
+        out, size = _checked(rows, configured, batch, label,
+                             "its `evaluate`" if work is not None else f"hook {hook_name!r}")
         notes = _capped(out, scenario.spec.max_details_bytes, label, size)
     except (_Problem, *USER_CODE_ERRORS) as exc:
         reason = str(exc) if isinstance(exc, _Problem) else \
@@ -209,7 +219,7 @@ def _checked(rows: Any, configured: ConfiguredEvaluator, batch: Sequence[tuple[C
     if not isinstance(rows, list) or len(rows) != len(batch):
         got = (f"{len(rows)} rows" if isinstance(rows, list) else
                "nothing" if rows is None else f"a {type(rows).__name__}")
-        raise _Problem(f"{label} returned {got} from hook {hook!r} for a batch of {len(batch)}; "
+        raise _Problem(f"{label} returned {got} from {hook} for a batch of {len(batch)}; "
                        "it must return one dict of metric values per batch item, in order")
     expected = set(configured.metrics)
     out = []

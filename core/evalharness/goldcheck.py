@@ -6,7 +6,7 @@ would otherwise score a silent 0 or fail only at run time. ``evalharness validat
 on them (:func:`require_gold`); :func:`gold_problems` lists them, and with ``sql=False,
 corpus=False`` reads nothing but the scenario, cheap enough for any command that loads one.
 
-Gold SQL runs through the ``oracle_output`` hook of the plugin that provides text-to-SQL's
+Gold SQL runs through the oracle of the plugin that provides text-to-SQL's
 oracle (the built-in SQL plugin: its read-only sandbox and time limit per query), so the
 core executes no SQL of its own and names no plugin.
 """
@@ -402,8 +402,7 @@ def _run_sql(scenario: Scenario, check: GoldCheck, cases: list[Case], component:
         sql = case.gold.sql
         if sql not in seen:
             try:
-                found = scenario.host.pm.hook.oracle_output(
-                    component=component, kind="text2sql", case=case, context=context)
+                _, found = scenario.host.oracle_output(component, "text2sql", case, context)
             except NoOracle as exc:
                 seen[sql] = sql_failure(str(exc))
             except Exception as exc:  # the database or a plugin failed, not the gold

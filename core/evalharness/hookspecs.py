@@ -1,9 +1,14 @@
 """The hook specifications: every way a plugin can extend evalharness, one function each.
 
 Implementations may accept fewer arguments than a spec declares (pluggy passes only the
-arguments an implementation names). The evaluator hooks are called only on the plugin that
-registered the evaluator, so an implementation never sees another plugin's evaluators; it
-still receives the evaluator's name, since one plugin may register several.
+arguments an implementation names). Hooks register things (evaluators with their declared
+metrics and their work, component kinds, oracles, judge backends, executors, commands) or
+add to a finished run (report sections). Evaluation itself is no hook: an evaluator carries
+its work (``Evaluator.evaluate``), and the core calls it directly.
+
+The ``evaluate_<kind>``, ``evaluate_run`` and ``oracle_output`` hooks are how evalharness
+0.1 dispatched evaluation: they keep working for one release, with a deprecation warning
+(docs/writing-a-plugin.md, "Migrating from the evaluate hooks").
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
         Evaluator,
         Executor,
         JudgeBackend,
+        Oracle,
         ReportSection,
     )
 
@@ -50,21 +56,31 @@ MetricRows = list[dict[str, "MetricValue"]]
 
 @hookspec
 def register_evaluators(register: Callable[[Evaluator], None]) -> None:
-    """Declare the evaluators this plugin provides.
+    """Declare the evaluators this plugin provides, with their metrics and their work.
 
     Called once per plugin manager, after loading, before any scenario is validated. Every
-    implementation is called; each calls ``register`` once per evaluator. The core records which
-    plugin registered which evaluator and later calls that plugin's evaluator hook only.
+    implementation is called; each calls ``register`` once per evaluator. An evaluator declares
+    each metric with :class:`evalharness.Metric` (range, direction, unit, default verdict,
+    review question, what a label makes gold) and computes them with ``evaluate``, a function
+    called with the arguments it names of ``batch``, ``settings``, ``context``, ``component``
+    and ``evaluator``. The core reads nothing about a metric but its declaration.
 
-    :param register: call it with an :class:`evalharness.registry.Evaluator`.
+    :param register: call it with an :class:`evalharness.Evaluator`.
     :returns: nothing.
 
     Example::
 
+        def within_budget(batch, settings):
+            return [{"within_budget": MetricValue.of((s.latency_ms or 0) <= settings.ms)}
+                    for _, s in batch]
+
         @hookimpl
         def register_evaluators(register):
-            register(Evaluator(name="latency_budget", component="retriever",
-                               metrics=["within_budget"], settings=BudgetSettings))
+            register(Evaluator(
+                name="latency_budget", component="retriever", settings=BudgetSettings,
+                metrics=[Metric("within_budget", verdict=">= 1",
+                                question="Did the retriever answer within its budget?")],
+                evaluate=within_budget))
     """
 
 
@@ -74,11 +90,11 @@ def register_component_kinds(register: Callable[[ComponentKind], None]) -> None:
     generator), e.g. a reranker.
 
     Called once, before :func:`register_evaluators`. Every implementation is called. A kind
-    names its step model (what a trace records for it, under ``trace.steps[<name>]``) and the
-    hook its evaluators implement; a plugin adding a kind also adds that hook's specification
-    with ``ComponentKind(hookspecs=...)``.
+    names its step model (what a trace records for it, under ``trace.steps[<name>]``); its
+    evaluators, with their declared metrics and default verdicts, say how its cases fail, and
+    an :class:`evalharness.Oracle` (:func:`register_oracles`) what a perfect one outputs.
 
-    :param register: call it with an :class:`evalharness.registry.ComponentKind`.
+    :param register: call it with an :class:`evalharness.ComponentKind`.
     :returns: nothing.
 
     Example::
@@ -86,7 +102,34 @@ def register_component_kinds(register: Callable[[ComponentKind], None]) -> None:
         @hookimpl
         def register_component_kinds(register):
             register(ComponentKind(name="reranker", step=RerankerStep,
-                                   hook="evaluate_reranker", hookspecs=RerankerSpecs))
+                                   description="reorders the retrieved chunks"))
+    """
+
+
+@hookspec
+def register_oracles(register: Callable[[Oracle], None]) -> None:
+    """Declare what a perfect component of a kind outputs, built from a case's gold: the
+    oracle that oracle headroom imposes on the component (docs/bottleneck.md); ``validate``
+    also runs each case's gold SQL through text-to-SQL's oracle.
+
+    Called once, after loading. Every implementation is called. Oracles are keyed by component
+    kind: two plugins offering one for the same kind are an error naming both.
+
+    :param register: call it with an :class:`evalharness.Oracle`, whose ``output`` is called
+        with the arguments it names of ``case``, ``context``, ``component`` and ``kind``.
+    :returns: nothing.
+
+    Example::
+
+        def perfect_reranker(case):
+            if case.gold.relevant is None:
+                raise NoOracle("the case has no relevance labels (gold.relevant)")
+            return {"ids": sorted(case.gold.relevant, key=case.gold.relevant.get,
+                                  reverse=True)}
+
+        @hookimpl
+        def register_oracles(register):
+            register(Oracle(kind="reranker", output=perfect_reranker))
     """
 
 
@@ -152,7 +195,9 @@ def register_commands(cli: click.Group) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Evaluation: called once per batch of cases, for each evaluator configured on a component.
+# Deprecated (evalharness 0.1): evaluation through hooks. Called once per batch of cases, for
+# each configured evaluator that has no ``evaluate`` of its own, on the plugin that registered
+# it; loading such a plugin warns. Give the evaluator ``evaluate=`` instead.
 # --------------------------------------------------------------------------------------------
 
 
@@ -163,7 +208,8 @@ def evaluate_router(
     settings: BaseModel,
     context: EvalContext,
 ) -> MetricRows | None:
-    """Score the router's decisions for a batch of cases.
+    """Deprecated: give the evaluator ``evaluate=`` (:func:`register_evaluators`). Score the
+    router's decisions for a batch of cases.
 
     Called during a run for each batch of cases whose trace has a router step, once per
     router evaluator configured in the scenario, on the plugin that registered that evaluator.
@@ -195,7 +241,7 @@ def evaluate_text2sql(
     settings: BaseModel,
     context: EvalContext,
 ) -> MetricRows | None:
-    """Score the text-to-SQL step's queries for a batch of cases.
+    """Deprecated: give the evaluator ``evaluate=``. Score the text-to-SQL step's queries for a batch of cases.
 
     Called like :func:`evaluate_router`, for cases whose trace has a ``text2sql`` step.
     ``context.database`` is the scenario's database (``None`` if it has none).
@@ -223,7 +269,7 @@ def evaluate_retriever(
     settings: BaseModel,
     context: EvalContext,
 ) -> MetricRows | None:
-    """Score the retriever's ranked lists for a batch of cases.
+    """Deprecated: give the evaluator ``evaluate=``. Score the retriever's ranked lists for a batch of cases.
 
     Called like :func:`evaluate_router`, for cases whose trace has a ``retriever`` step. The
     whole batch arrives at once so that ranking metrics can be vectorised.
@@ -250,7 +296,7 @@ def evaluate_generator(
     settings: BaseModel,
     context: EvalContext,
 ) -> MetricRows | None:
-    """Score the generator's answers for a batch of cases.
+    """Deprecated: give the evaluator ``evaluate=``. Score the generator's answers for a batch of cases.
 
     Called like :func:`evaluate_router`, for cases whose trace has a ``generator`` step.
     ``context.judge`` is the scenario's judge, for evaluators that declared ``needs_judge``.
@@ -279,7 +325,8 @@ def evaluate_run(
     settings: BaseModel,
     context: EvalContext,
 ) -> dict[str, MetricValue] | None:
-    """Compute an evaluator's run-level metrics: one value for the whole run.
+    """Deprecated: give the evaluator ``evaluate_run=`` (:func:`register_evaluators`).
+    Compute an evaluator's run-level metrics: one value for the whole run.
 
     Called once per run, after every case is evaluated (also when a ``--resume`` run
     finishes), for each configured evaluator that declared ``run_metrics``, on the plugin
@@ -311,14 +358,16 @@ def evaluate_run(
 
 
 # --------------------------------------------------------------------------------------------
-# Oracle headroom: called for the cases that fail end to end, once per component.
+# Deprecated (evalharness 0.1): oracles through a broadcast hook. Asked only for kinds no
+# registered Oracle covers; loading a plugin that implements it warns. Use register_oracles.
 # --------------------------------------------------------------------------------------------
 
 
 @hookspec(firstresult=True)
 def oracle_output(component: str, kind: str, case: Case,
                   context: EvalContext) -> dict[str, Any] | None:
-    """What ``component`` would output for ``case`` if it were perfect, built from the gold.
+    """Deprecated: register an :class:`evalharness.Oracle` (:func:`register_oracles`). What
+    ``component`` would output for ``case`` if it were perfect, built from the gold.
 
     Called after a run whose system accepts ``overrides`` (see docs/bottleneck.md), for each
     case that failed end to end and each component of the pipeline: the case is run again

@@ -79,18 +79,12 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'
 """The page's Content-Security-Policy: no request of any kind; only its own inline CSS and
 scripts run, and ``data:`` images (the empty favicon)."""
 
-_UNBOUNDED = re.compile(r"(^dcg|latency|_ms$|tokens|words|ratio|cost|count|_s$)")
-"""Metric names that are never on a 0–1 scale, whatever this run's values are."""
-
-_LOWER_IS_BETTER = re.compile(r"^(brier|abstention|ece)")
-
-
 def render_html(report: Report, results: Sequence[CaseResult]) -> str:
     """The whole ``report.html`` for ``report`` and the run's case results (in case order: read
     once, and the failed cases shown — at most :data:`MAX_CASES` — again by index)."""
     colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(report.components)}
-    routing = [s for s in report.sections if s.get("plugin") == "evalharness_router"]
-    others = [s for s in report.sections if s.get("plugin") != "evalharness_router"]
+    routing = [s for s in report.sections if s.get("view") == "routing"]
+    others = [s for s in report.sections if s.get("view") != "routing"]
     nav = [("overview", "Overview"), ("bottleneck", "Bottleneck"),
            *([("slices", "Slices")] if report.slices is not None else []),
            ("scores", "Scores"), ("cost", "Latency & tokens")]
@@ -252,7 +246,7 @@ def _score_cards(report: Report, colours: dict[str, str]) -> list[ScoreCard]:
         gates.setdefault((g.component, g.metric), []).append(g)
     cards = []
     for name, comp in report.components.items():
-        unit = [(m, s) for m, s in comp.metrics.items() if _unit_scale(m, s)]
+        unit = [(m, s) for m, s in comp.metrics.items() if _unit_scale(s)]
         errors = {s.errors for _, s in unit}
         uniform = len(errors) == 1 and len(unit) > 2
         crit = report.verdict_criteria.get(name)
@@ -262,7 +256,7 @@ def _score_cards(report: Report, colours: dict[str, str]) -> list[ScoreCard]:
             chart=(_metric_chart(name, unit, colours[name], gates, show_errors=not uniform)
                    if unit else None),
             uniform_errors=next(iter(errors)) if uniform else 0,
-            other=[(m, s) for m, s in comp.metrics.items() if not _unit_scale(m, s)],
+            other=[(m, s) for m, s in comp.metrics.items() if not _unit_scale(s)],
             reasons=[(m, r, n) for m, s in comp.metrics.items()
                      for r, n in s.error_reasons.items()]))
     return cards
@@ -460,7 +454,7 @@ def _pick_cases(report: Report, results: Sequence[CaseResult]) -> tuple[list[int
     how many it would show in all, and how they are picked. One pass over ``results``, keeping
     indexes only (the cases shown are read again by index)."""
     unit = {(c, m) for c, comp in report.components.items() for m, s in comp.metrics.items()
-            if _unit_scale(m, s)}
+            if _unit_scale(s)}
     with_verdicts = False
     failures: list[int] = []  # with verdicts: every failure
     n_failures = 0
@@ -628,12 +622,16 @@ def _text_width(text: str, size: float = 12) -> float:
     return len(text) * size * 0.6
 
 
-def _unit_scale(name: str, summary: MetricSummary) -> bool:
-    """Whether a metric belongs on a 0–1 bar chart."""
-    if _UNBOUNDED.search(name) or summary.mean is None:
-        return False
-    values = [summary.mean, *(summary.ci95 or [])]
-    return all(-1e-9 <= v <= 1 + 1e-9 for v in values)
+def _unit_scale(summary: MetricSummary) -> bool:
+    """Whether a metric belongs on a 0–1 bar chart: its plugin declares its range 0–1 (a
+    metric without a declaration goes in the table of other metrics)."""
+    declared = summary.declaration
+    return summary.mean is not None and declared is not None and declared.unit_scale
+
+
+def _lower_is_better(summary: MetricSummary) -> bool:
+    """Whether the metric's plugin declares that lower is better."""
+    return summary.declaration is not None and summary.declaration.direction == "lower"
 
 
 def _svg_open(cls: str, width: float, height: float, label: str, **attrs: str) -> Html:
@@ -825,13 +823,15 @@ def _metric_chart(component: str, metrics: list[tuple[str, MetricSummary]], colo
     for i, (metric, s) in enumerate(metrics):
         y = top + i * row_h
         mid = y + row_h / 2
-        lower = bool(_LOWER_IS_BETTER.match(metric))
+        lower = _lower_is_better(s)
+        about = s.declaration.description if s.declaration is not None else ""
         mean = clamp(s.mean or 0.0)
         run = s.scope == "run"
         tip = (f"{component}.{metric}{' (one value per run)' if run else ''}: {number(s.mean)}"
                + (f" (95% CI {ci_range(s.ci95)})" if s.ci95 else "")
                + f", n = {s.n}" + (f", {s.errors} errors" if s.errors else "")
-               + (" — lower is better" if lower else "") + f" · evaluator {s.evaluator}")
+               + (" — lower is better" if lower else "") + f" · evaluator {s.evaluator}"
+               + (f" — {about}" if about else ""))
         svg.append(Html("<g><title>{}</title>").format(tip))
         svg.append(Html('<text class="lbl" x="{:.1f}" y="{:.1f}" text-anchor="end">{}{}{}'
                         "</text>").format(

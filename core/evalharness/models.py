@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticSerializationError
 
+from evalharness.declarations import Metric
+
 SCHEMA_VERSION = "1"
 """Version of the on-disk formats (cases, traces, results.jsonl, report.json)."""
 
@@ -478,6 +480,11 @@ class MetricSummary(_Model):
 
     details: dict[str, Any] = Field(default_factory=dict)
     """For run-level metrics: the evidence the evaluator gave with the value (e.g. bins)."""
+
+    declaration: Metric | None = None
+    """What the plugin declares about the metric (range, direction, unit, default verdict,
+    review question, …; :class:`evalharness.Metric`): report.html, ``compare`` and the review
+    page read it from here. ``null`` in reports written before evalharness 0.2."""
 
 
 class CostSummary(_Model):

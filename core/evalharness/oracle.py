@@ -12,9 +12,10 @@ The protocol (docs/bottleneck.md): the system callable declares a keyword parame
 ``overrides``; for a rerun it receives ``{component: {field: value, ...}}``, the fields of the
 component's trace step, and must use them instead of running the component, and record them
 in its trace. A system without that parameter gets no headroom (the report says why). The
-oracle outputs come from plugins, through the ``oracle_output`` hook: the built-in plugins
-provide one for routers, text-to-SQL and retrievers; generators have none (their gold, the
-reference answer, is what the end-to-end verdict compares against).
+oracle outputs come from plugins, through the oracle each registers for a component kind
+(``register_oracles``; the deprecated ``oracle_output`` hook is asked for the others): the
+built-in plugins provide one for routers, text-to-SQL and retrievers; generators have none
+(their gold, the reference answer, is what the end-to-end verdict compares against).
 
 Reruns are written to ``headroom.jsonl`` next to ``results.jsonl`` (one record per oracle and
 case, flushed as they finish), so an interrupted run resumes them too.
@@ -134,23 +135,32 @@ def oracle_outputs(scenario: Scenario, context: EvalContext, result: CaseResult
     for component in scenario.pipeline.order:
         kind = scenario.pipeline.kind(component)
         try:
-            found = scenario.host.pm.hook.oracle_output(component=component, kind=kind,
-                                                     case=result.case, context=context)
+            plugin, found = scenario.host.oracle_output(component, kind, result.case, context)
         except NoOracle as exc:
             out[component] = str(exc)
             continue
         except Exception as exc:  # a broken plugin costs this oracle, not the run
-            out[component] = Failed(f"the oracle output of a plugin for {kind} components "
+            who = _oracle_of(scenario, kind)
+            out[component] = Failed(f"the oracle output of {who} for {kind} components "
                                     f"raised {type(exc).__name__}: {exc}")
             continue
         if found is None:
             out[component] = f"no plugin provides an oracle output for {kind} components"
         elif not isinstance(found, dict):
-            out[component] = Failed(f"a plugin's oracle output for {kind} components is a "
-                                    f"{type(found).__name__}, not a dict of step fields")
+            out[component] = Failed(f"{_oracle_of(scenario, kind, plugin)}'s oracle output for "
+                                    f"{kind} components is a {type(found).__name__}, not a "
+                                    "dict of step fields")
         else:
             out[component] = found
     return out
+
+
+def _oracle_of(scenario: Scenario, kind: str, plugin: str | None = None) -> str:
+    """Who offers the oracle of ``kind``: ``plugin 'x'``, or ``a plugin`` (the deprecated
+    hook does not say which)."""
+    registered = scenario.host.registry.oracle(kind)
+    plugin = plugin or (registered.plugin if registered is not None else None)
+    return f"plugin {plugin!r}" if plugin else "a plugin"
 
 
 def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult],

@@ -9,10 +9,12 @@ asks each plugin what it registers.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +25,18 @@ import pluggy
 
 from evalharness import builtin, hookspecs
 from evalharness.context import not_a_file
-from evalharness.errors import PluginError
+from evalharness.declarations import Metric, call_with, check_arguments, undeclared
+from evalharness.errors import EvalHarnessDeprecationWarning, PluginError
 from evalharness.importing import import_file
-from evalharness.registry import ComponentKind, Evaluator, Executor, JudgeBackend, Registry
+from evalharness.registry import (
+    ORACLE_ARGUMENTS,
+    ComponentKind,
+    Evaluator,
+    Executor,
+    JudgeBackend,
+    Oracle,
+    Registry,
+)
 
 ENTRY_POINT_GROUP = "evalharness"
 LOAD_ENV = "EVALHARNESS_LOAD_PLUGINS"
@@ -62,6 +73,20 @@ class PluginHost:
             self._callers[key] = self.pm.subset_hook_caller(hook, remove_plugins=others)
         return self._callers[key](**kwargs)
 
+    def oracle_output(self, component: str, kind: str, case: Any, context: Any
+                      ) -> tuple[str | None, Any]:
+        """The oracle output of ``component`` (of ``kind``) for ``case``: ``(plugin, output)``
+        from the kind's registered :class:`Oracle`, else from the deprecated ``oracle_output``
+        hook (plugin ``None``); ``(None, None)`` when nothing offers one. Raises what the
+        oracle raises (:class:`evalharness.errors.NoOracle` when the case lacks the gold)."""
+        registered = self.registry.oracles.get(kind)
+        if registered is not None:
+            return registered.plugin, call_with(registered.item.output, case=case,
+                                                context=context, component=component,
+                                                kind=kind)
+        return None, self.pm.hook.oracle_output(component=component, kind=kind, case=case,
+                                                context=context)
+
     # -- describing ----------------------------------------------------------------------
 
     def hooks_of(self, plugin: str) -> list[str]:
@@ -75,6 +100,10 @@ class PluginHost:
 
     def component_kind(self, name: str) -> ComponentKind | None:
         registered = self.registry.component_kinds.get(name)
+        return registered.item if registered else None
+
+    def oracle(self, kind: str) -> Oracle | None:
+        registered = self.registry.oracles.get(kind)
         return registered.item if registered else None
 
     def judge_backend(self, name: str) -> JudgeBackend | None:
@@ -104,6 +133,8 @@ class PluginHost:
                             "metrics": ev.metric_names(ev.settings())
                             if _defaults_valid(ev)
                             else ["(depends on settings)"],
+                            "declarations": [m.view() for m in
+                                             [*ev.declared(), *ev.declared("run")]],
                             "needs_judge": ev.needs_judge,
                             "needs_database": ev.needs_database,
                             "settings": ev.settings.model_json_schema().get("properties", {}),
@@ -119,6 +150,9 @@ class PluginHost:
                     ),
                     "executors": sorted(
                         k for k, r in self.registry.executors.items() if r.plugin == name
+                    ),
+                    "oracles": sorted(
+                        k for k, r in self.registry.oracles.items() if r.plugin == name
                     ),
                 }
             )
@@ -262,14 +296,58 @@ def _collect(host: PluginHost) -> None:
     _check_pending(host)
     _per_plugin(host, "register_judge_backends", "judge_backends", lambda b: b.name)
     _per_plugin(host, "register_executors", "executors", lambda x: x.name)
+    _per_plugin(host, "register_oracles", "oracles", lambda o: o.kind)
     _per_plugin(host, "register_evaluators", "evaluators", lambda e: (e.component, e.name))
+    known = ", ".join(sorted(host.registry.component_kinds))
     for (kind, name), registered in host.registry.evaluators.items():
         if kind not in host.registry.component_kinds:
             raise PluginError(
                 f"plugin {registered.plugin!r} registers evaluator {name!r} for component kind "
-                f"{kind!r}, which no plugin defines; known kinds: "
-                f"{', '.join(sorted(host.registry.component_kinds))}"
+                f"{kind!r}, which no plugin defines; known kinds: {known}"
             )
+        registered.item.check(registered.plugin)
+    for kind, registered in host.registry.oracles.items():
+        if kind not in host.registry.component_kinds:
+            raise PluginError(f"plugin {registered.plugin!r} registers an oracle for component "
+                              f"kind {kind!r}, which no plugin defines; known kinds: {known}")
+        check_arguments(registered.item.output, ORACLE_ARGUMENTS,
+                        f"plugin {registered.plugin!r}: the oracle of {kind!r}")
+    _deprecations(host)
+
+
+MIGRATION = ('docs/writing-a-plugin.md, "Migrating from the evaluate hooks"')
+"""Where the deprecation warnings send a plugin's author."""
+
+
+def _deprecations(host: PluginHost) -> None:
+    """Warn about plugins that still use the evaluation hooks of evalharness 0.1."""
+    for (kind, name), registered in sorted(host.registry.evaluators.items()):
+        evaluator: Evaluator = registered.item
+        if evaluator.evaluate is None:
+            hook = host.component_kind(kind).hook
+            if hook is None:
+                raise PluginError(
+                    f"plugin {registered.plugin!r} registers evaluator {name!r} without "
+                    f"`evaluate`, and component kind {kind!r} has no evaluator hook to call "
+                    "instead; give Evaluator(evaluate=...): a function of the batch "
+                    f"({MIGRATION})")
+            _deprecated(f"plugin {registered.plugin!r}: evaluator {name!r} has no `evaluate`, "
+                        f"so the core calls the plugin's {hook} hook; that hook goes in the "
+                        "next release (0.3): give Evaluator(evaluate=...) instead")
+        if evaluator.evaluate_run is None and evaluator.run_metrics:
+            _deprecated(f"plugin {registered.plugin!r}: evaluator {name!r} has run metrics but "
+                        "no `evaluate_run`, so the core calls the plugin's evaluate_run hook; "
+                        "that hook goes in the next release (0.3): give "
+                        "Evaluator(evaluate_run=...) instead")
+    for name in host.plugins:
+        if "oracle_output" in host.hooks_of(name):
+            _deprecated(f"plugin {name!r} implements the oracle_output hook, which goes in the "
+                        "next release (0.3): register an evalharness.Oracle per component kind "
+                        "with the register_oracles hook instead")
+
+
+def _deprecated(message: str) -> None:
+    warnings.warn(f"{message} ({MIGRATION})", EvalHarnessDeprecationWarning, stacklevel=2)
 
 
 def _check_pending(host: PluginHost) -> None:
@@ -288,3 +366,41 @@ def _check_pending(host: PluginHost) -> None:
                 f"{hint}known hooks: {', '.join(specified)}"
             )
     host.pm.check_pending()  # pluggy's own check; the loop above gives the friendlier message
+
+
+@functools.cache
+def _installed() -> PluginHost | None:
+    """The installed plugins, loaded once; ``None`` when they do not load."""
+    try:
+        return load_plugins()
+    except Exception:  # a broken plugin costs the fallback, not the reader
+        return None
+
+
+def installed_declaration(kind: str, evaluator: str, metric: str, scope: str = "case"
+                          ) -> Metric | None:
+    """The declaration the installed plugin's evaluator gives ``metric``, for reading a run
+    whose report.json predates stored declarations; ``None`` when nothing installed declares
+    it."""
+    host = _installed()
+    registered = host.registry.evaluator(kind, evaluator) if host is not None else None
+    if registered is None:
+        return None
+    for where in (scope, "run" if scope == "case" else "case"):
+        found = registered.item.declaration(metric, where)
+        if found.declared:
+            return found
+    return None
+
+
+def declarations_of(report: Any) -> dict[tuple[str, str], Metric]:
+    """(component, metric) -> its declaration, for every metric of a run's report (a
+    :class:`evalharness.models.Report`): as stored in report.json, else as the installed
+    plugins declare it, else a bare one."""
+    out = {}
+    for component, comp in report.components.items():
+        for metric, summary in comp.metrics.items():
+            found = summary.declaration or installed_declaration(
+                comp.kind, summary.evaluator, metric, summary.scope)
+            out[component, metric] = found or undeclared(metric, summary.scope)
+    return out

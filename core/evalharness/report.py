@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from evalharness import __version__, attribution, oracle, slices, verdicts
+from evalharness.declarations import call_with
 from evalharness.formatting import judge_cell
 from evalharness.html import render_html
 from evalharness.judge.base import Usage
@@ -81,6 +82,8 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
             if configured.run_metrics:
                 metrics.update(run_level(scenario, outcome, component, configured,
                                          evaluated=statuses["evaluated"]))
+            for metric in [*configured.metrics, *configured.run_metrics]:
+                metrics[metric].declaration = configured.declaration(metric)
         usage = tally.component_usage[component]
         components[component] = ComponentReport(
             kind=scenario.pipeline.kind(component),
@@ -547,15 +550,22 @@ def run_level(scenario: Scenario, outcome: RunOutcome, component: str,
                         and r.components[component].status == "evaluated")
     label = f"evaluator {configured.name!r} of plugin {configured.plugin!r}"
     problem = None
+    work = getattr(configured.evaluator, "evaluate_run", None)
     try:
         context = dataclasses.replace(outcome.context, component=component)
-        answer = scenario.host.call_for_plugin(
-            "evaluate_run", configured.plugin, evaluator=configured.name, component=component,
-            results=results, settings=configured.settings, context=context)
+        if work is not None:
+            answer = call_with(work, results=results, settings=configured.settings,
+                               context=context, component=component,
+                               evaluator=configured.name)
+        else:  # deprecated: evalharness 0.1's hook
+            answer = scenario.host.call_for_plugin(
+                "evaluate_run", configured.plugin, evaluator=configured.name,
+                component=component, results=results, settings=configured.settings,
+                context=context)
     except Exception as exc:
         answer, problem = None, f"{label}: evaluate_run raised {type(exc).__name__}: {exc}"
     if problem is None and not isinstance(answer, dict):
-        problem = (f"{label} declares run metrics but its evaluate_run hook returned "
+        problem = (f"{label} declares run metrics but its evaluate_run returned "
                    f"{type(answer).__name__}, not {{metric: MetricValue}}")
     if problem is not None:
         print(f"warning: {problem}", file=sys.stderr)
@@ -596,7 +606,8 @@ def _sections_of(host, plugin: str, report: Report, results) -> list[dict[str, A
         for section in found or []:
             if isinstance(section, ReportSection):
                 out.append({"plugin": plugin, "title": section.title,
-                            "markdown": section.markdown, "data": section.data})
+                            "markdown": section.markdown, "data": section.data,
+                            **({"view": section.view} if section.view else {})})
             else:
                 problem = f"returned {type(section).__name__} instead of a ReportSection"
     if problem:

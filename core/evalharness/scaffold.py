@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -351,13 +352,6 @@ def pipeline_lines(components: tuple[str, ...]) -> list[str]:
     return lines
 
 
-CORRECTNESS = 0.5
-"""The end-to-end criterion's threshold on ``correctness_f1`` (the default of an LLM judge).
-The offline heuristic judge matches words, not meaning; the example's reference answers say
-what the toy's answers say when its components get it right, so the toy's right answers score
-well above it and its wrong ones well below (tests/test_init.py checks both)."""
-
-
 @dataclass(frozen=True)
 class Criterion:
     """One component's verdict criterion and the gate on the same metric's mean."""
@@ -372,37 +366,106 @@ class Criterion:
     """The comment written beside the verdict in scenario.yaml."""
 
 
-def criteria(components: tuple[str, ...]) -> list[Criterion]:
-    """The verdict criteria (and, on the same metrics, the gates) of these components; the
-    end-to-end criterion is the generator's ``correctness_f1`` (``component`` end_to_end).
-    Gates ask 0.9 of a 0/1 metric's mean and 0.6 of a judged score's (the heuristic judge
-    scores a right paraphrase 0.5-0.9).
+@dataclass(frozen=True)
+class Listed:
+    """An evaluator ``init`` configures on a component, as its plugin's ``Init`` says."""
+
+    evaluator: Any  # registry.Evaluator
+    entry: str
+    comment: str
+    metrics: list[Any]  # declarations.Metric of the metrics it produces with these settings
+
+
+def _host(host: Any = None) -> Any:
+    if host is not None:
+        return host
+    from evalharness.plugins import load_plugins
+
+    return load_plugins()
+
+
+def listed(components: tuple[str, ...], host: Any = None) -> dict[str, list[Listed]]:
+    """Component -> the evaluators ``init`` lists on it: every evaluator of its kind whose
+    plugin gives it an ``Init`` (one that ``needs_upstream`` only when something feeds the
+    component), in registration order, with its metrics' declarations."""
+    host = _host(host)
+    sources = [c for c in components if c in ROUTE_OF]
+    out: dict[str, list[Listed]] = {}
+    for component in components:
+        fed = bool(sources) if component == "generator" else (
+            component in ROUTE_OF and "router" in components)
+        out[component] = []
+        for (kind, _), registered in host.registry.evaluators.items():
+            evaluator = registered.item
+            init = evaluator.init
+            if kind != component or init is None or (init.needs_upstream and not fed):
+                continue
+            parsed = yaml.safe_load(init.entry)
+            raw = next(iter(parsed.values())) if isinstance(parsed, dict) else {}
+            settings = evaluator.settings.model_validate(raw or {})
+            out[component].append(Listed(
+                evaluator, init.entry, init.comment,
+                [evaluator.declaration(m) for m in evaluator.metric_names(settings)]))
+    return out
+
+
+def criteria(components: tuple[str, ...], host: Any = None) -> list[Criterion]:
+    """The verdict criteria (and, on the same metrics, the gates) of these components: the
+    defaults the listed evaluators' metrics declare, and the end-to-end criterion the final
+    generator's metrics declare (``component`` end_to_end). A generator nothing feeds has no
+    context to be faithful to: its verdict is the end-to-end criterion too. Gates are each
+    evaluator's ``Init.gate`` (the heuristic judge scores a right paraphrase 0.5-0.9, so
+    judged scores get lower ones than 0/1 metrics).
 
     >>> [f"{c.component}: {c.metric} {c.verdict}" for c in criteria(("retriever", "generator"))]
     ['retriever: recall@3 >= 0.5', 'generator: faithfulness >= 0.5', 'end_to_end: correctness_f1 >= 0.5']
     >>> [f"{c.component}: {c.metric}" for c in criteria(("generator",))]
     ['generator: correctness_f1', 'end_to_end: correctness_f1']
     """
+    from evalharness.verdicts import default_criteria, end_to_end_criteria
+
+    on = listed(components, host)
     out = []
-    if "router" in components:
-        out.append(Criterion("router", "route_accuracy", ">= 1", ">= 0.9",
-                             "the exact set of routes the case needs"))
-    if "text2sql" in components:
-        out.append(Criterion("text2sql", "equivalent", ">= 1", ">= 0.9",
-                             "the same rows as the gold SQL, on every test database"))
-    if "retriever" in components:
-        out.append(Criterion("retriever", "recall@3", ">= 0.5", ">= 0.9",
-                             "half the relevant chunks, or more, in the top 3"))
-    if "generator" in components:
-        correct = ("correctness_f1", f">= {CORRECTNESS}", ">= 0.6",
-                   "the answer says what the reference answer says")
-        if any(c in ROUTE_OF for c in components):
-            out.append(Criterion("generator", "faithfulness", ">= 0.5", ">= 0.6",
-                                 "the answer says what its context says"))
-        else:  # no context to be faithful to
-            out.append(Criterion("generator", *correct))
-        out.append(Criterion("end_to_end", *correct))
+    for component in components:
+        declared = [m for item in on[component] for m in item.metrics]
+        texts = default_criteria(declared)
+        ends = end_to_end_criteria(declared) if component == "generator" else []
+        if component == "generator" and not any(c in ROUTE_OF for c in components) and ends:
+            texts = ends  # no context to be faithful to
+        for owner, text in [*((component, t) for t in texts), *((END_TO_END, t) for t in ends)]:
+            metric, _, verdict = text.partition(" ")
+            source = next(i for i in on[component] if any(m.name == metric for m in i.metrics))
+            about = next(m for m in source.metrics if m.name == metric)
+            out.append(Criterion(owner, metric, verdict, source.evaluator.init.gate or verdict,
+                                 about.description or f"{metric} {verdict}"))
     return out
+
+
+END_TO_END = "end_to_end"
+
+
+def evaluator_lines(component: str, items: list[Listed], host: Any) -> list[str]:
+    """The ``evaluators.COMPONENT`` lines: the listed evaluators (a flow list when none has
+    settings), their plugins' comments, and the kind's other evaluators in an ``also:`` line.
+
+    >>> from evalharness.registry import Evaluator
+    >>> print("\\n".join(evaluator_lines("router", [Listed(Evaluator("a", "router", ["a"]),
+    ...                                    "a", "", [])], host=None)))
+      router: [a]
+    """
+    names = {item.evaluator.name for item in items}
+    also = [] if host is None else [n for n in host.registry.evaluators_for(component)
+                                    if n not in names]
+    notes = [f"{i.evaluator.name}: {i.comment}" for i in items if i.comment]
+    if any(":" in i.entry for i in items):
+        lines = [f"  {component}:"]
+        lines += [f"    - {i.entry}" + (f"   # {i.comment}" if i.comment else "") for i in items]
+    else:
+        lines = [f"  {component}: [{', '.join(i.entry for i in items)}]"
+                 + (f"  # {'; '.join(notes)}" if notes else "")]
+    if also:
+        lines.append(f"  # also: {', '.join(also)}")
+    return lines
 
 
 def render_scenario(choices: Choices, folder: Path) -> str:
@@ -456,27 +519,14 @@ def render_scenario(choices: Choices, folder: Path) -> str:
         "                       # (docs/judge.md)",
         "pipeline:",
         *pipeline_lines(comps),
-        "evaluators:            # only what the adapter records: no metric is an error",
+        "evaluators:            # only what the adapter records: no metric is an error;",
+        "                       # `evalharness plugins` lists every evaluator and its metrics",
     ]
-    if "router" in comps:
-        out += ["  router: [route_accuracy]",
-                "  # once your router records a confidence or per-route scores, add `routing`",
-                "  # (per-route P/R/F1, confusion matrix, calibration)"]
-    if "text2sql" in comps:
-        out.append("  text2sql: [exact_match, equivalence]  # equivalence: executes both "
-                   "queries on test databases")
-    if "retriever" in comps:
-        out += ["  retriever:",
-                "    - ranking: {k: [1, 3]}            # recall@K, mrr; with an LLM judge add "
-                "context_precision"]
-    if "generator" in comps:
-        evaluators = (["faithfulness"] if choices.sources else []) + ["answer_correctness",
-                                                                      "answer_present"]
-        out += [f"  generator: [{', '.join(evaluators)}]",
-                "  # also: answer_relevancy; numeric_consistency (an error on an answer without "
-                "figures);",
-                "  # generation_cost once your steps record token usage"]
-    rules = criteria(comps)
+    host = _host()
+    on = listed(comps, host)
+    for component in comps:
+        out += evaluator_lines(component, on[component], host)
+    rules = criteria(comps, host)
     out.append("verdicts:              # each case's pass/fail per component, and end to end: "
                "the bottleneck table")
     lines = [f"  {c.component}: {'generator.' if c.component == 'end_to_end' else ''}"

@@ -28,7 +28,8 @@ from pydantic import (
 
 import evalharness.jsonlimits as jsonlimits
 from evalharness.context import file_hint, file_sha256, not_a_file, read_records
-from evalharness.errors import EvalHarnessError, ScenarioError
+from evalharness.declarations import Metric, describe_cases, matches, resolve, undeclared
+from evalharness.errors import EvalHarnessError, PluginError, ScenarioError
 from evalharness.importing import is_path, module_sources, path_sources
 from evalharness.judge.base import JudgeConfig
 from evalharness.locate import (
@@ -43,7 +44,7 @@ from evalharness.models import BUILTIN_STEPS, Case, Trace
 from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec, Pipeline
 from evalharness.plugins import PluginHost, load_plugins
 from evalharness.review.labels import read as read_labels
-from evalharness.review.names import CHUNK, CLAIM, STATS, split_gate_metric
+from evalharness.review.names import CHUNK, STATS, split_gate_metric
 
 
 class _Strict(BaseModel):
@@ -331,6 +332,13 @@ class ConfiguredEvaluator:
     """Seconds it may spend per case (the core's ``budget_s`` setting, any evaluator)."""
     added: str | None = None
     """Why the core added it although the scenario does not list it (``None``: listed)."""
+    declarations: dict[str, Metric] = field(default_factory=dict)
+    """Every metric it produces (per case and per run) -> its declaration."""
+
+    def declaration(self, metric: str) -> Metric:
+        """The declaration of one of its metrics (a bare one when the plugin gave none)."""
+        found = self.declarations.get(metric)
+        return found if found is not None else undeclared(metric)
 
 
 @dataclass
@@ -577,7 +585,7 @@ def load_scenario(
 
     # Evaluators.
     configured = _configure_evaluators(spec, pipeline, host, problems)
-    configured += _refusal_evaluators(cases, pipeline, host, configured)
+    configured += _automatic_evaluators(cases, pipeline, host, configured)
 
     # Gates.
     gates = []
@@ -672,7 +680,9 @@ def _agreement_gate(gate: Gate, spec: ScenarioFile, pipeline: Pipeline,
         raise problems.error(("gates", i), f"{gate.name!r}: {stat!r} is not an agreement "
                              f"statistic; valid: {', '.join(STATS)}")
     produced = [m for e in configured if e.component == component for m in e.metrics]
-    produced += [CLAIM] if "faithfulness" in produced else []
+    produced += list(dict.fromkeys(label for e in configured if e.component == component
+                                   for m in e.metrics
+                                   for label in e.declaration(m).item_labels))
     produced += [CHUNK] if pipeline.kind(component) == "retriever" else []
     if metric not in produced:
         close = difflib.get_close_matches(metric, produced, n=1)
@@ -776,40 +786,71 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                                          f"{produced[metric]!r} and {name!r} on {component!r}; "
                                          "configure only one of them")
                 produced[metric] = name
+            try:
+                declared = _declared(evaluator, metrics, run_metrics)
+            except PluginError as exc:
+                raise problems.error(loc, str(exc)) from None
             out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
                                            metrics, evaluator, run_metrics,
-                                           float(budget) if budget is not None else None))
+                                           float(budget) if budget is not None else None,
+                                           declarations=declared))
     return out
 
 
-REFUSAL = "refusal"
-"""The generator evaluator (and its metric) that scores unanswerable cases
-(``gold.refusal: true``); their default verdict reads it (docs/bottleneck.md)."""
+def _declared(evaluator: Any, metrics: list[str], run_metrics: list[str]) -> dict[str, Metric]:
+    """Each metric's declaration; a name no declaration of a declaring evaluator covers is a
+    :class:`PluginError` (an evaluator that declares nothing has bare declarations)."""
+    out = {}
+    for scope, names in (("case", metrics), ("run", run_metrics)):
+        declared = evaluator.declared(scope)
+        for name in names:
+            found = resolve(declared, name)
+            if found is None and declared:
+                raise PluginError(
+                    f"evaluator {evaluator.name!r} names metric {name!r}, which none of its "
+                    f"declarations ({', '.join(m.name for m in declared)}) covers; the plugin "
+                    "must declare it (evalharness.Metric)")
+            out[name] = found if found is not None else undeclared(name, scope)
+    return out
 
 
-def _refusal_evaluators(cases: list[Case], pipeline: Pipeline, host: PluginHost,
-                        configured: list[ConfiguredEvaluator]) -> list[ConfiguredEvaluator]:
-    """The ``refusal`` evaluator, with its default settings, for every generator component
-    that does not list it, when a case has ``gold.refusal: true``; none when no plugin
-    registers it (the verdict criteria's note says so then)."""
-    refusals = sum(1 for case in cases if case.gold.refusal is True)
-    registered = host.registry.evaluator("generator", REFUSAL)
-    if not refusals or registered is None:
-        return []
-    evaluator = registered.item
-    settings = evaluator.settings.model_validate({})
-    metrics = evaluator.metric_names(settings)
+def _automatic_evaluators(cases: list[Case], pipeline: Pipeline, host: PluginHost,
+                          configured: list[ConfiguredEvaluator]) -> list[ConfiguredEvaluator]:
+    """Evaluators added by their declarations: one with a metric whose default verdict is for
+    some cases only (``Metric.cases``, e.g. ``{"gold.refusal": True}``) is added, with its
+    default settings, to every component of its kind that does not list it (nor another
+    evaluator producing its metrics), when a case of the scenario matches."""
     out = []
-    for component in pipeline.order:
-        if pipeline.kind(component) != "generator" or any(
-                e.component == component and (e.name == REFUSAL or set(metrics) & set(e.metrics))
-                for e in configured):
+    for (kind, name), registered in sorted(host.registry.evaluators.items()):
+        evaluator = registered.item
+        filters = [m.cases for m in evaluator.declared() if m.cases]
+        if not filters:
             continue
-        out.append(ConfiguredEvaluator(
-            component, REFUSAL, registered.plugin, settings, metrics, evaluator,
-            evaluator.run_metric_names(settings),
-            added=f"added automatically: {refusals} of the scenario's cases have "
-                  f"gold.refusal: true and `evaluators.{component}` does not list it"))
+        matching = sum(1 for case in cases if any(matches(case, f) for f in filters))
+        if not matching:
+            continue
+        try:
+            settings = evaluator.settings.model_validate({})
+            metrics = evaluator.metric_names(settings)
+            run_metrics = evaluator.run_metric_names(settings)
+            declared = _declared(evaluator, metrics, run_metrics)
+        except Exception:  # it needs settings: it cannot be added unasked
+            continue
+        unique: list[dict] = []
+        for f in filters:
+            if f not in unique:
+                unique.append(f)
+        why = " or ".join(describe_cases(f) for f in unique)
+        for component in pipeline.order:
+            if pipeline.kind(component) != kind or any(
+                    e.component == component and (e.name == name or set(metrics) & set(e.metrics))
+                    for e in [*configured, *out]):
+                continue
+            out.append(ConfiguredEvaluator(
+                component, name, registered.plugin, settings, metrics, evaluator, run_metrics,
+                added=f"added automatically: {matching} of the scenario's cases have "
+                      f"{why} and `evaluators.{component}` does not list it",
+                declarations=declared))
     return out
 
 

@@ -2,41 +2,34 @@
 
 A component's verdict comes from its criteria — ``metric OP number``, all of which must hold
 — read on the case's own metric values. The criteria are the scenario's ``verdicts:`` entry
-for the component, else a default for the component's kind built from the metrics that are
-configured (:func:`default_criteria`). The end-to-end verdict compares the answer with the
-reference answer when there is one, else it is the final component's verdict.
+for the component, else the default its configured metrics declare (:func:`default_criteria`:
+each metric's ``Metric.verdict``, the lowest ``precedence`` winning). The end-to-end verdict
+compares the answer with the reference answer when the final component's metrics declare an
+end-to-end criterion (``Metric.end_to_end``), else it is the final component's verdict.
 
-An unanswerable case (``gold.refusal: true``) is judged by whether the answer declines: its
-default criterion for a generator with the ``refusal`` metric, and its default end-to-end
-criterion, is ``refusal >= 1`` (:func:`refusal_criteria`); a ``verdicts:`` entry still wins.
-See docs/bottleneck.md.
+A metric may declare its default verdict for some cases only (``Metric.cases``, e.g. the
+unanswerable cases, ``{"gold.refusal": True}``): on those cases it replaces the component's
+default criteria, and the end-to-end ones on the final component; a ``verdicts:`` entry still
+wins. See docs/bottleneck.md.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalharness.attribution import attribute, gold_path, upstream
+from evalharness.declarations import Metric, describe_cases, instance_order, matches
 from evalharness.models import Case, CaseResult, CriteriaReport, MetricValue, Verdict
 from evalharness.pipeline import Pipeline
 from evalharness.scenario import (
     END_TO_END,
-    REFUSAL,
     Gate,
     Scenario,
     parse_criterion,
     parse_gate,
 )
-
-E2E_DEFAULT_METRIC = "correctness_f1"
-"""The metric of the default end-to-end criterion (on the final component)."""
-
-E2E_DEFAULT_THRESHOLD = 0.5
-"""The threshold of the default end-to-end criterion."""
-
-_RECALL_AT = re.compile(r"recall@(\d+)")
 
 
 @dataclass(frozen=True)
@@ -46,23 +39,26 @@ class ComponentCriteria:
     criteria: list[Gate]
     source: str  # "scenario", "default" or "none"
     note: str | None = None
-    refusal: list[Gate] | None = None
-    """The criteria of the cases with ``gold.refusal: true`` when they are not ``criteria``
-    (the default for unanswerable cases, ``refusal >= 1``); ``None``: the same."""
+    special: list[Gate] | None = None
+    """The criteria of the cases ``where`` selects, when they are not ``criteria`` (a metric's
+    default verdict for some cases only, e.g. ``refusal >= 1`` for ``gold.refusal: true``);
+    ``None``: the same."""
+    where: dict[str, Any] | None = None
+    """The case fields that select the cases judged by ``special``."""
 
     def for_case(self, case: Case) -> list[Gate]:
         """The criteria that judge ``case`` (empty: it gets no verdict here)."""
-        if self.refusal is not None and case.gold.refusal is True:
-            return self.refusal
+        if self.special is not None and self.where is not None and matches(case, self.where):
+            return self.special
         return self.criteria
 
     def all(self) -> list[Gate]:
         """Every criterion any case may be judged by."""
-        return [*self.criteria, *(self.refusal or [])]
+        return [*self.criteria, *(self.special or [])]
 
     def report(self, *, listed: bool = False) -> CriteriaReport:
-        """``listed``: a component judged on unanswerable cases only lists their criteria."""
-        shown = self.criteria or (self.refusal or [] if listed else [])
+        """``listed``: a component judged on some cases only lists their criteria."""
+        shown = self.criteria or (self.special or [] if listed else [])
         return CriteriaReport(criteria=[c.name for c in shown], source=self.source,
                               note=self.note)
 
@@ -94,49 +90,70 @@ class Criteria:
         return {(g.component, g.metric) for g in [*gates, *self.end_to_end.all()]}
 
 
-def default_criteria(kind: str, metrics: Iterable[str]) -> list[str]:
-    """The default criteria of a component kind, from the metrics configured on it.
-
-    >>> default_criteria("text2sql", ["exact_match", "execution_accuracy"])
-    ['execution_accuracy >= 1']
-    >>> default_criteria("retriever", ["recall@3", "recall@10", "mrr"])
-    ['recall@10 >= 0.5']
-    >>> default_criteria("generator", ["answer_present", "faithfulness"])
-    ['faithfulness >= 0.5']
-    >>> default_criteria("generator", ["answer_present"]), default_criteria("reranker", ["x"])
-    (['answer_present >= 1'], [])
-    """
-    have = set(metrics)
-    if kind == "router":
-        return ["route_accuracy >= 1"] if "route_accuracy" in have else []
-    if kind == "text2sql":
-        for metric in ("equivalent", "execution_accuracy", "exact_match"):
-            if metric in have:
-                return [f"{metric} >= 1"]
+def _chosen(declared: Iterable[Metric], key: str) -> list[Metric]:
+    """The metrics whose ``key`` criterion (``verdict`` or ``end_to_end``) makes the default:
+    those of the lowest precedence, a pattern's largest instance only, in configured order."""
+    usable = [m for m in declared if getattr(m, key) and m.cases is None and m.scope == "case"]
+    if not usable:
         return []
-    if kind == "retriever":
-        cutoffs = sorted(int(m[1]) for m in map(_RECALL_AT.fullmatch, have) if m)
-        if cutoffs:
-            return [f"recall@{cutoffs[-1]} >= 0.5"]
-        return ["context_recall >= 0.5"] if "context_recall" in have else []
-    if kind == "generator":
-        judged = [text for metric, text in (("faithfulness", "faithfulness >= 0.5"),
-                                             ("answer_relevancy", "answer_relevancy >= 0.1"))
-                  if metric in have]
-        return judged or (["answer_present >= 1"] if "answer_present" in have else [])
-    return []
+    best = min(m.precedence for m in usable)
+    chosen = [m for m in usable if m.precedence == best]
+    largest: dict[str, Metric] = {}
+    for m in chosen:
+        if m.pattern is not None and (m.pattern not in largest or
+                                      instance_order(m) > instance_order(largest[m.pattern])):
+            largest[m.pattern] = m
+    out: list[Metric] = []
+    for m in chosen:
+        pick = largest.get(m.pattern, m) if m.pattern is not None else m
+        if pick not in out:
+            out.append(pick)
+    return out
 
 
-def refusal_criteria(kind: str, metrics: Iterable[str]) -> list[str]:
-    """The default criteria of a component kind for unanswerable cases (``gold.refusal:
-    true``): the answer must decline. Empty when the kind keeps its usual default for them.
+def default_criteria(declared: Iterable[Metric]) -> list[str]:
+    """The default criteria of a component, from the declarations of its configured metrics.
 
-    >>> refusal_criteria("generator", ["faithfulness", "refusal"])
-    ['refusal >= 1']
-    >>> refusal_criteria("generator", ["faithfulness"]), refusal_criteria("router", ["refusal"])
-    ([], [])
+    >>> default_criteria([Metric("exact_match", verdict=">= 1", precedence=2),
+    ...                   Metric("execution_accuracy", verdict=">= 1", precedence=1)])
+    ['execution_accuracy >= 1']
+    >>> recall = Metric("recall@{k}", verdict=">= 0.5")
+    >>> default_criteria([recall.instance("recall@3"), recall.instance("recall@10"),
+    ...                   Metric("mrr")])
+    ['recall@10 >= 0.5']
+    >>> default_criteria([Metric("faithfulness", verdict=">= 0.5"),
+    ...                   Metric("answer_relevancy", verdict=">= 0.1"),
+    ...                   Metric("answer_present", verdict=">= 1", precedence=1)])
+    ['faithfulness >= 0.5', 'answer_relevancy >= 0.1']
+    >>> default_criteria([Metric("latency_ms", range=(0, None), direction="lower")])
+    []
     """
-    return [f"{REFUSAL} >= 1"] if kind == "generator" and REFUSAL in set(metrics) else []
+    return [f"{m.name} {m.verdict}" for m in _chosen(declared, "verdict")]
+
+
+def end_to_end_criteria(declared: Iterable[Metric]) -> list[str]:
+    """The default end-to-end criteria the final component's metrics declare.
+
+    >>> end_to_end_criteria([Metric("correctness_f1", end_to_end=">= 0.5"), Metric("x")])
+    ['correctness_f1 >= 0.5']
+    """
+    return [f"{m.name} {m.end_to_end}" for m in _chosen(declared, "end_to_end")]
+
+
+def special_criteria(declared: Iterable[Metric]) -> tuple[dict[str, Any] | None, list[str]]:
+    """The case filter and criteria of the metrics whose default verdict is for some cases
+    only (the first filter declared; its metrics' criteria all hold).
+
+    >>> special_criteria([Metric("refusal", verdict=">= 1", cases={"gold.refusal": True})])
+    ({'gold.refusal': True}, ['refusal >= 1'])
+    >>> special_criteria([Metric("faithfulness", verdict=">= 0.5")])
+    (None, [])
+    """
+    special = [m for m in declared if m.verdict and m.cases]
+    if not special:
+        return None, []
+    where = special[0].cases
+    return where, [f"{m.name} {m.verdict}" for m in special if m.cases == where]
 
 
 def final_component(pipeline: Pipeline) -> str | None:
@@ -154,64 +171,70 @@ def final_component(pipeline: Pipeline) -> str | None:
     return (generators or sinks or [None])[-1]
 
 
+def declared_on(scenario: Scenario, component: str) -> list[Metric]:
+    """The declarations of the per-case metrics configured on ``component``, in order."""
+    return [e.declaration(m) for e in scenario.evaluators_on(component) for m in e.metrics]
+
+
 def criteria_for(scenario: Scenario) -> Criteria:
     """The scenario's criteria, with defaults for every component and end to end."""
     pipeline = scenario.pipeline
     components: dict[str, ComponentCriteria] = {}
     for name in pipeline.order:
         kind = pipeline.kind(name)
-        metrics = [m for e in scenario.evaluators_on(name) for m in e.metrics]
-        refusal = [parse_criterion(t, name) for t in refusal_criteria(kind, metrics)]
+        declared = declared_on(scenario, name)
+        where, texts = special_criteria(declared)
+        special = [parse_criterion(t, name) for t in texts]
         if name in scenario.verdicts:
             written = scenario.verdicts[name]
             components[name] = ComponentCriteria(
-                written, "scenario" if written else "none", _refusal_note(
+                written, "scenario" if written else "none", _special_note(
                     scenario, name, None if written else "`verdicts:` gives it no criterion",
-                    refusal, written=True))
+                    special, where, written=True))
             continue
-        defaults = [parse_criterion(t, name) for t in default_criteria(kind, metrics)]
+        defaults = [parse_criterion(t, name) for t in default_criteria(declared)]
         if defaults:
             components[name] = ComponentCriteria(
-                defaults, "default", _refusal_note(scenario, name, None, refusal),
-                refusal or None)
-        elif refusal:
+                defaults, "default", _special_note(scenario, name, None, special, where),
+                special or None, where if special else None)
+        elif special:
             components[name] = ComponentCriteria(
-                [], "default", _refusal_note(
+                [], "default", _special_note(
                     scenario, name, f"the other cases get no verdict: no default for kind "
-                    f"{kind!r} with its configured metrics, and no `verdicts:` entry", refusal),
-                refusal)
+                    f"{kind!r} with its configured metrics, and no `verdicts:` entry", special,
+                    where), special, where)
         else:
-            components[name] = ComponentCriteria([], "none", _refusal_note(
+            components[name] = ComponentCriteria([], "none", _special_note(
                 scenario, name, f"no default for kind {kind!r} with its configured metrics, "
-                "and no `verdicts:` entry", refusal))
+                "and no `verdicts:` entry", special, where))
     final = final_component(pipeline)
     fallback = (f"cases without a reference answer (gold.answer) whose criterion cannot be "
                 f"computed: the verdict of {final}" if final and components[final].criteria
                 else None)
-    final_metrics = [m for e in scenario.evaluators_on(final) for m in e.metrics] if final \
-        else []
-    refusal = [parse_gate(f"{final}.{t}")
-               for t in refusal_criteria(pipeline.kind(final), final_metrics)] if final else []
-    for_refusals = (f"cases with gold.refusal: true: "
-                    f"{' and '.join(f'`{g.name}`' for g in refusal)}") if refusal else None
+    final_declared = declared_on(scenario, final) if final else []
+    where, texts = special_criteria(final_declared)
+    special = [parse_gate(f"{final}.{t}") for t in texts]
+    for_special = (f"cases with {describe_cases(where)}: "
+                   f"{' and '.join(f'`{g.name}`' for g in special)}") if special else None
+    own = [parse_gate(f"{final}.{t}") for t in end_to_end_criteria(final_declared)]
     if END_TO_END in scenario.verdicts:
         written = scenario.verdicts[END_TO_END]
-        too = (f"cases with gold.refusal: true too (a `verdicts:` entry wins over their default "
-               f"`{refusal[0].name}`)") if refusal else None
+        too = (f"cases with {describe_cases(where)} too (a `verdicts:` entry wins over their "
+               f"default `{special[0].name}`)") if special else None
         e2e = (ComponentCriteria(written, "scenario", _join(fallback, too)) if written else
                ComponentCriteria([], "none", "`verdicts:` gives it no criterion"))
-    elif E2E_DEFAULT_METRIC in final_metrics:
-        e2e = ComponentCriteria(
-            [parse_gate(f"{final}.{E2E_DEFAULT_METRIC} >= {E2E_DEFAULT_THRESHOLD}")],
-            "default", _join(fallback, for_refusals and f"{for_refusals} instead"),
-            refusal or None)
+    elif own:
+        e2e = ComponentCriteria(own, "default", _join(
+            fallback, for_special and f"{for_special} instead"), special or None,
+            where if special else None)
     elif fallback:
         e2e = ComponentCriteria([], "default", _join(
-            for_refusals, f"the verdict of {final} for every {'other ' if refusal else ''}case"),
-            refusal or None)
-    elif refusal:
+            for_special, f"the verdict of {final} for every {'other ' if special else ''}case"),
+            special or None, where if special else None)
+    elif special:
         e2e = ComponentCriteria([], "default", _join(
-            for_refusals, f"the other cases get none: {final} has no verdict for them"), refusal)
+            for_special, f"the other cases get none: {final} has no verdict for them"),
+            special, where)
     else:
         e2e = ComponentCriteria([], "none", "no end-to-end criterion, and the final "
                                 "component has no verdict")
@@ -227,26 +250,22 @@ def _join(*notes: str | None) -> str | None:
     return "; ".join(n for n in notes if n) or None
 
 
-def _refusal_note(scenario: Scenario, component: str, note: str | None, refusal: list[Gate],
-                  *, written: bool = False) -> str | None:
-    """``note``, with what judges the unanswerable cases (``gold.refusal: true``) on this
-    component, and whether the core added the ``refusal`` evaluator."""
-    if refusal and written:
-        case = (f"cases with gold.refusal: true too (a `verdicts:` entry wins over their default "
-                f"`{refusal[0].name}`)")
-    elif refusal:
-        case = (f"cases with gold.refusal: true: "
-                f"{' and '.join(f'`{g.name}`' for g in refusal)}"
+def _special_note(scenario: Scenario, component: str, note: str | None, special: list[Gate],
+                  where: dict[str, Any] | None, *, written: bool = False) -> str | None:
+    """``note``, with what judges the cases a metric's default verdict is for (``where``) on
+    this component, and which evaluators the core added."""
+    if special and written:
+        case = (f"cases with {describe_cases(where)} too (a `verdicts:` entry wins over their "
+                f"default `{special[0].name}`)")
+    elif special:
+        case = (f"cases with {describe_cases(where)}: "
+                f"{' and '.join(f'`{g.name}`' for g in special)}"
                 + ("" if note else " instead"))
-    elif scenario.pipeline.kind(component) == "generator" and any(
-            c.gold.refusal is True for c in scenario.cases):
-        case = (f"cases with gold.refusal: true are judged like the others: no `{REFUSAL}` "
-                "evaluator is registered (is the evalharness_generation plugin loaded?)")
     else:
         case = None
     added = [f"the `{e.name}` evaluator was {e.added}"
              for e in scenario.evaluators_on(component) if e.added]
-    return _join(case, note, *added) if refusal and not written else _join(note, case, *added)
+    return _join(case, note, *added) if special and not written else _join(note, case, *added)
 
 
 def _num(value: float) -> str:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 
-from evalharness import MetricValue, hookimpl
-from evalharness.registry import Evaluator
+from evalharness import Evaluator, Init, LabelGold, Metric, MetricValue, hookimpl
+from evalharness.registry import run_evaluator
 from evalharness_generation.judged import (
     CORRECTNESS,
     FaithfulnessSettings,
@@ -36,7 +36,7 @@ from evalharness_generation.numbers import numeric_consistency
 from evalharness_generation.refusal import refusal_value
 from evalharness_generation.sources import generator_sources
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -50,64 +50,138 @@ def word_count(text: str | None) -> int:
     return len(_WORD.findall(text or ""))
 
 
+ANSWER = LabelGold(field="answer", step="answer", confirms=False)
+"""A reviewer's correction of any generator metric becomes the reference answer."""
+
+REFERENCE = LabelGold(field="answer", step="answer")
+"""On a correctness metric, a ``yes`` also makes the answer itself the reference."""
+
+METRICS = {
+    "answer_present": Metric(
+        "answer_present", verdict=">= 1", precedence=1, gold=ANSWER,
+        description="1 when the answer has any non-blank text"),
+    "answer_words": Metric(
+        "answer_words", range=(0, None), direction="neutral", unit="words",
+        description="the answer's length in words"),
+    "latency_ms": Metric(
+        "latency_ms", range=(0, None), direction="lower", unit="ms",
+        description="the generator step's latency"),
+    "total_tokens": Metric(
+        "total_tokens", range=(0, None), direction="lower", unit="tokens",
+        description="tokens the generator step used"),
+    "faithfulness": Metric(
+        "faithfulness", verdict=">= 0.5", gold=ANSWER, item_labels=("claim_support",),
+        question="Is every statement of the answer supported by its contexts?",
+        description="the answer says what its context says (supported claims / claims)"),
+    "answer_relevancy": Metric(
+        "answer_relevancy", verdict=">= 0.1", gold=ANSWER,
+        question="Does the answer address the question?",
+        description="similarity of the question to questions written from the answer"),
+    "correctness_precision": Metric(
+        "correctness_precision", gold=REFERENCE,
+        question="Is everything the answer says also in the reference answer?",
+        description="share of the answer's claims the reference supports"),
+    "correctness_recall": Metric(
+        "correctness_recall", gold=REFERENCE,
+        question="Does the answer say everything the reference answer says?",
+        description="share of the reference's claims the answer supports"),
+    "correctness_f1": Metric(
+        "correctness_f1", end_to_end=">= 0.5", gold=REFERENCE,
+        question="Does the answer say what the reference answer says?",
+        description="the answer says what the reference answer says (claim F1)"),
+    "numeric_consistency": Metric(
+        "numeric_consistency", gold=ANSWER,
+        description="share of the answer's figures found in the rows and chunks given"),
+    "refusal": Metric(
+        "refusal", verdict=">= 1", cases={"gold.refusal": True}, gold=ANSWER,
+        question="Does the answer decline exactly when it should?",
+        description="1 when the answer declines exactly when the case expects it"),
+}
+"""Every generator metric's declaration."""
+
+
+def _declared(*names: str) -> list[Metric]:
+    return [METRICS[name] for name in names]
+
+
+def answer_present(batch):
+    """The ``answer_present`` evaluator."""
+    return [{"answer_present": MetricValue.of(bool((step.answer or "").strip())),
+             "answer_words": MetricValue.of(word_count(step.answer))}
+            for _, step in batch]
+
+
+def generation_cost(batch):
+    """The ``generation_cost`` evaluator: latency and tokens as the step reports them."""
+    rows = []
+    for _, step in batch:
+        latency = (MetricValue.of(step.latency_ms) if step.latency_ms is not None else
+                   MetricValue.failed("the generator step reports no latency_ms"))
+        tokens = (MetricValue.of(step.usage.total_tokens, prompt=step.usage.prompt_tokens,
+                                 completion=step.usage.completion_tokens)
+                  if step.usage is not None else
+                  MetricValue.failed("the generator step reports no token usage"))
+        rows.append({"latency_ms": latency, "total_tokens": tokens})
+    return rows
+
+
+def numeric(batch, context):
+    """The ``numeric_consistency`` evaluator."""
+    return [{"numeric_consistency": numeric_consistency(
+        step.answer or "", generator_sources(case, step, context), case.question)}
+        for case, step in batch]
+
+
+def refusal(batch):
+    """The ``refusal`` evaluator."""
+    return [{"refusal": refusal_value(case, step)} for case, step in batch]
+
+
 @hookimpl
 def register_evaluators(register):
     register(Evaluator(
-        name="answer_present", component="generator", metrics=["answer_present", "answer_words"],
+        name="answer_present", component="generator",
+        metrics=_declared("answer_present", "answer_words"), evaluate=answer_present,
+        init=Init(entry="answer_present"),
         description="answer_present: 1 if the answer has any non-blank text; "
                     "answer_words: its length in words"))
     register(Evaluator(
-        name="generation_cost", component="generator", metrics=["latency_ms", "total_tokens"],
+        name="generation_cost", component="generator",
+        metrics=_declared("latency_ms", "total_tokens"), evaluate=generation_cost,
         description="latency and tokens the generator step reported for each case"))
     register(Evaluator(
-        name="faithfulness", component="generator", metrics=["faithfulness"],
+        name="faithfulness", component="generator", metrics=_declared("faithfulness"),
         settings=FaithfulnessSettings, needs_judge=True,
+        evaluate=faithfulness,
+        init=Init(entry="faithfulness", needs_upstream=True, gate=">= 0.6"),
         description="supported claims / claims, against the rows and chunks given"))
     register(Evaluator(
-        name="answer_relevancy", component="generator", metrics=["answer_relevancy"],
-        settings=RelevancySettings, needs_judge=True,
+        name="answer_relevancy", component="generator", metrics=_declared("answer_relevancy"),
+        settings=RelevancySettings, needs_judge=True, evaluate=answer_relevancy,
         description="similarity of the question to questions written from the answer"))
     register(Evaluator(
-        name="answer_correctness", component="generator", metrics=CORRECTNESS,
-        needs_judge=True,
+        name="answer_correctness", component="generator", metrics=_declared(*CORRECTNESS),
+        needs_judge=True, evaluate=answer_correctness,
+        init=Init(entry="answer_correctness", gate=">= 0.6"),
         description="claim-level precision, recall and F1 against the reference answer"))
     register(Evaluator(
-        name="numeric_consistency", component="generator", metrics=["numeric_consistency"],
+        name="numeric_consistency", component="generator",
+        metrics=_declared("numeric_consistency"), evaluate=numeric,
         description="share of the answer's figures found in the rows and chunks given"))
     register(Evaluator(
-        name="refusal", component="generator", metrics=["refusal"],
+        name="refusal", component="generator", metrics=_declared("refusal"), evaluate=refusal,
         description="1 when the answer declines (says it cannot answer, or that the data "
                     "does not cover the question) exactly when the case expects it "
                     "(gold.refusal, else answerable when gold.answer is no refusal)"))
 
 
-@hookimpl
-def evaluate_generator(evaluator, batch, settings, context):
-    if evaluator == "faithfulness":
-        return faithfulness(batch, context)
-    if evaluator == "answer_relevancy":
-        return answer_relevancy(batch, settings, context)
-    if evaluator == "answer_correctness":
-        return answer_correctness(batch, context)
-    if evaluator == "numeric_consistency":
-        return [{"numeric_consistency": numeric_consistency(
-            step.answer or "", generator_sources(case, step, context), case.question)}
-            for case, step in batch]
-    if evaluator == "refusal":
-        return [{"refusal": refusal_value(case, step)} for case, step in batch]
-    if evaluator == "answer_present":
-        return [{"answer_present": MetricValue.of(bool((step.answer or "").strip())),
-                 "answer_words": MetricValue.of(word_count(step.answer))}
-                for _, step in batch]
-    if evaluator == "generation_cost":
-        rows = []
-        for _, step in batch:
-            latency = (MetricValue.of(step.latency_ms) if step.latency_ms is not None else
-                       MetricValue.failed("the generator step reports no latency_ms"))
-            tokens = (MetricValue.of(step.usage.total_tokens, prompt=step.usage.prompt_tokens,
-                                     completion=step.usage.completion_tokens)
-                      if step.usage is not None else
-                      MetricValue.failed("the generator step reports no token usage"))
-            rows.append({"latency_ms": latency, "total_tokens": tokens})
-        return rows
-    return None
+def evaluate_generator(evaluator, batch, settings=None, context=None):
+    """Run one of this plugin's evaluators by name on a batch of ``(case, GeneratorStep)``
+    pairs (for notebooks and tests; a run calls each evaluator's ``evaluate`` itself).
+
+    >>> from evalharness import Case, GeneratorStep
+    >>> evaluate_generator("answer_present", [(Case(id="q", question="?"),
+    ...                                        GeneratorStep(answer="Yes."))])[0]["answer_words"].value
+    1.0
+    """
+    return run_evaluator(register_evaluators, evaluator, batch, settings, context)

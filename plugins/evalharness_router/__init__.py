@@ -14,9 +14,9 @@ values, so they live in the report section (``report.json``: ``sections[].data``
 
 from __future__ import annotations
 
-from evalharness import MetricValue, hookimpl
+from evalharness import Evaluator, Init, LabelGold, Metric, MetricValue, Oracle, hookimpl
 from evalharness.errors import NoOracle
-from evalharness.registry import Evaluator
+from evalharness.registry import run_evaluator
 from evalharness_router.metrics import (
     brier_from_confidence,
     brier_from_scores,
@@ -26,7 +26,7 @@ from evalharness_router.run import run_metric_names, run_metrics
 from evalharness_router.section import routing_sections
 from evalharness_router.settings import RoutingSettings
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 NO_GOLD = "the case has no gold route set (gold.routes)"
 NO_CONFIDENCE = "the router reports neither scores nor a confidence"
@@ -43,35 +43,66 @@ def route_match(predicted: list[str], gold: list[str]) -> bool:
 
 ROUTING_METRICS = ["route_jaccard", "abstention", "brier"]
 
+METRICS = {
+    "route_accuracy": Metric(
+        "route_accuracy", verdict=">= 1", description="the exact set of routes the case needs",
+        question="Is the route right for this question?",
+        gold=LabelGold(field="routes", step="routes")),
+    "route_jaccard": Metric(
+        "route_jaccard", description="Jaccard similarity of the chosen and gold route sets"),
+    "abstention": Metric(
+        "abstention", direction="lower",
+        description="1 when the router chose no route, or only fallback routes"),
+    "brier": Metric(
+        "brier", direction="lower",
+        description="Brier score of the router's probabilities against the gold routes"),
+}
+"""The per-case metrics' declarations."""
+
+RUN_METRICS = [
+    Metric("macro_f1", scope="run", description="mean of the routes' F1"),
+    Metric("micro_f1", scope="run", description="F1 over every route decision"),
+    Metric("ece@{bins}bins", scope="run", direction="lower",
+           description="expected calibration error of the router's confidence"),
+]
+"""The run-level metrics' declarations."""
+
+
+def route_accuracy(batch):
+    """The ``route_accuracy`` evaluator."""
+    return [_accuracy_row(case, step) for case, step in batch]
+
+
+def routing(batch, settings, context):
+    """The ``routing`` evaluator; the route universe comes from the pipeline's routers."""
+    return routing_rows(batch, settings, _pipeline_routes(context))
+
 
 @hookimpl
 def register_evaluators(register):
     register(Evaluator(
-        name="route_accuracy", component="router", metrics=["route_accuracy"],
+        name="route_accuracy", component="router", metrics=[METRICS["route_accuracy"]],
+        evaluate=route_accuracy, init=Init(entry="route_accuracy", gate=">= 0.9"),
         description="1 when the chosen route set equals the gold route set, else 0"))
     register(Evaluator(
-        name="routing", component="router", metrics=ROUTING_METRICS, settings=RoutingSettings,
-        run_metrics=run_metric_names,
+        name="routing", component="router", metrics=[METRICS[m] for m in ROUTING_METRICS],
+        settings=RoutingSettings, evaluate=routing,
+        run_metrics=RUN_METRICS, run_names=run_metric_names, evaluate_run=run_metrics,
         description="per case: Jaccard of chosen and gold route sets, abstention (no route or "
                     "only fallback routes), Brier score of the router's probabilities; per "
                     "run: macro-F1, micro-F1 and ECE (gateable, with bootstrap CIs) and a "
                     "report section with per-route precision/recall/F1, the confusion matrix "
                     "or per-route 2x2 tables, abstention rate, reliability table"))
 
+def evaluate_router(evaluator, batch, settings=None, context=None):
+    """Run one of this plugin's evaluators by name on a batch of ``(case, step)`` pairs (for
+    notebooks and tests; a run calls each evaluator's ``evaluate`` itself); ``None`` for a
+    name it does not have."""
+    return run_evaluator(register_evaluators, evaluator, batch, settings, context)
 
-@hookimpl
-def evaluate_router(evaluator, batch):
-    if evaluator != "route_accuracy":
-        return None
-    return [_accuracy_row(case, step) for case, step in batch]
 
-
-@hookimpl(specname="evaluate_router")
-def evaluate_router_routing(evaluator, batch, settings, context):
-    """The ``routing`` evaluator; the route universe comes from the pipeline's routers."""
-    if evaluator != "routing":
-        return None
-    return routing_rows(batch, settings, _pipeline_routes(context))
+evaluate_router_routing = evaluate_router
+"""The same (evalharness 0.1 had two functions)."""
 
 
 def routing_rows(batch, settings: RoutingSettings | None = None, routes=()
@@ -83,26 +114,21 @@ def routing_rows(batch, settings: RoutingSettings | None = None, routes=()
 
 
 @hookimpl
-def evaluate_run(evaluator, component, results, settings):
-    """The ``routing`` evaluator's run-level metrics: macro-F1, micro-F1, ECE."""
-    if evaluator != "routing":
-        return None
-    return run_metrics(component, results, settings)
-
-
-@hookimpl
 def report_sections(report, results):
     return routing_sections(report, results) or None
 
 
-@hookimpl
-def oracle_output(kind, case):
+def perfect_router(case):
     """A perfect router chooses the gold routes (for oracle headroom)."""
-    if kind != "router":
-        return None
     if case.gold.routes is None:
         raise NoOracle("the case has no gold routes (gold.routes)")
     return {"routes": list(case.gold.routes)}
+
+
+@hookimpl
+def register_oracles(register):
+    register(Oracle(kind="router", output=perfect_router,
+                    description="the gold routes (gold.routes)"))
 
 
 def _accuracy_row(case, step) -> dict[str, MetricValue]:

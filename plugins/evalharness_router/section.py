@@ -176,7 +176,7 @@ def routing_section(component: str, results: Sequence[Any], *, bins: int = 10,
     }
     markdown = _markdown(data, counts, single, calibration, bins)
     title = "Routing" if component == "router" else f"Routing ({component})"
-    return ReportSection(title=title, markdown=markdown, data=data)
+    return ReportSection(title=title, markdown=markdown, data=data, view="routing")
 
 
 def _undefined_notes(counts: dict[str, RouteCounts]) -> list[str]:

@@ -23,9 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlglot.errors import SqlglotError
 
-from evalharness import MetricValue, hookimpl
+from evalharness import Evaluator, Init, LabelGold, Metric, MetricValue, Oracle, hookimpl
 from evalharness.errors import NoOracle
-from evalharness.registry import Evaluator
+from evalharness.registry import run_evaluator
 from evalharness_sql import sandbox, section
 from evalharness_sql.cascade import STAGES, check_equivalence, run_cascade
 from evalharness_sql.clauses import items_f1
@@ -43,7 +43,7 @@ from evalharness_sql.sandbox import parse_statements
 from evalharness_sql.stages.execute import execute
 from evalharness_sql.verdict import Options, Pair, Verdict
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["EQUIVALENCE_METRICS", "RULES", "STAGES", "EquivalenceSettings", "ExactMatchSettings", "Options", "Verdict",
            "check_equivalence", "check_many", "normal_form"]
@@ -116,28 +116,64 @@ def normal_form(sql: str, dialect: str = "sqlite", schema: Schema | dict | None 
     return tree.sql(dialect=dialect, comments=False)
 
 
+SQL = LabelGold(field="sql", step="sql")
+"""A ``yes`` on a query's correctness makes its SQL the gold; a correction becomes it."""
+
+METRICS = {
+    "exact_match": Metric(
+        "exact_match", verdict=">= 1", precedence=2,
+        description="predicted and gold SQL have the same normal form"),
+    "equivalent": Metric(
+        "equivalent", verdict=">= 1", review=True, gold=SQL,
+        question="Does the SQL return what the gold SQL returns (for any data)?",
+        description="the same rows as the gold SQL, on every test database"),
+    "execution_accuracy": Metric(
+        "execution_accuracy", verdict=">= 1", precedence=1, gold=SQL,
+        question="Does the SQL answer the question correctly?",
+        description="the same result as the gold SQL on the scenario's database"),
+    "valid_sql": Metric("valid_sql", description="the SQL parses and runs"),
+    "clause_f1": Metric("clause_f1", description="F1 of the query's clause items against "
+                        "the gold's"),
+    "exec_time_ratio": Metric(
+        "exec_time_ratio", range=(0, None), direction="lower", unit="×",
+        description="execution time of the predicted query over the gold's"),
+}
+"""Every text-to-SQL metric's declaration."""
+
+
+def exact_match(batch, settings, context):
+    """The ``exact_match`` evaluator."""
+    return _exact_match(batch, settings, context)
+
+
+def equivalence(batch, settings, context):
+    """The ``equivalence`` evaluator."""
+    return _equivalence(batch, settings, context)
+
+
 @hookimpl
 def register_evaluators(register):
     register(Evaluator(
-        name="exact_match", component="text2sql", metrics=["exact_match"],
-        settings=ExactMatchSettings,
+        name="exact_match", component="text2sql", metrics=[METRICS["exact_match"]],
+        settings=ExactMatchSettings, evaluate=exact_match, init=Init(entry="exact_match"),
         description="1 when predicted and gold SQL have the same normal form (sqlglot "
                     "normalisation and sound rewrite rules)"))
     register(Evaluator(
-        name="equivalence", component="text2sql", metrics=EQUIVALENCE_METRICS,
+        name="equivalence", component="text2sql",
+        metrics=[METRICS[m] for m in EQUIVALENCE_METRICS],
         settings=EquivalenceSettings, needs_judge=True, needs_database=True,
+        evaluate=equivalence,
+        init=Init(entry="equivalence", comment="executes both queries on test databases",
+                  gate=">= 0.9"),
         description="the equivalence cascade (normalise, sandboxed execution, perturbed test "
                     "databases, judge last) with execution accuracy, valid-SQL rate, "
                     "clause F1 and the execution time ratio"))
 
-
-@hookimpl
-def evaluate_text2sql(evaluator, batch, settings, context):
-    if evaluator == "exact_match":
-        return _exact_match(batch, settings, context)
-    if evaluator == "equivalence":
-        return _equivalence(batch, settings, context)
-    return None
+def evaluate_text2sql(evaluator, batch, settings=None, context=None):
+    """Run one of this plugin's evaluators by name on a batch of ``(case, step)`` pairs (for
+    notebooks and tests; a run calls each evaluator's ``evaluate`` itself); ``None`` for a
+    name it does not have."""
+    return run_evaluator(register_evaluators, evaluator, batch, settings, context)
 
 
 def _dialect(settings: Any, context: Any) -> str:
@@ -380,12 +416,9 @@ ORACLE_MAX_ROWS = 10_000
 """Most rows of the gold query handed to a system as its text-to-SQL oracle output."""
 
 
-@hookimpl
-def oracle_output(kind, case, context):
+def perfect_text2sql(case, context):
     """A perfect text-to-SQL step writes the gold query and gets its rows: the gold SQL is run
     in the sandbox on the scenario's database (for oracle headroom)."""
-    if kind != "text2sql":
-        return None
     if not case.gold.sql:
         raise NoOracle("the case has no gold SQL (gold.sql)")
     if context.database is None:
@@ -401,6 +434,12 @@ def oracle_output(kind, case, context):
         raise NoOracle(f"the gold SQL does not run on the database: {result.summary()}")
     return {"sql": case.gold.sql, "columns": list(result.columns),
             "rows": [list(row) for row in result.rows]}
+
+
+@hookimpl
+def register_oracles(register):
+    register(Oracle(kind="text2sql", output=perfect_text2sql,
+                    description="the gold SQL and its rows on the scenario's database"))
 
 
 @hookimpl

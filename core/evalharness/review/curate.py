@@ -2,16 +2,20 @@
 (``evalharness review promote``).
 
 What a person's labels become (labels of the chosen reviewer, else every reviewer's, the
-last given winning):
+last given winning) is what each metric's plugin declares (``Metric.gold``, an
+:class:`evalharness.LabelGold`): a ``correction`` becomes the gold field it names (a list
+field, like ``gold.routes``, takes comma-separated items: ``sql, blog``), and a ``yes`` copies
+the component's step field into it when the declaration ``confirms``. With the built-in
+plugins:
 
-- the router's ``route_accuracy`` — ``yes``: the routes taken become ``gold.routes``; a
-  ``correction`` (``sql, blog``) becomes them whatever the label;
+- the router's ``route_accuracy`` — ``yes``: the routes taken become ``gold.routes``;
 - the text-to-SQL step's ``execution_accuracy`` or ``equivalent`` — ``yes``: its SQL becomes
-  ``gold.sql``; a correction becomes it;
-- the retriever's chunks (``chunk_relevance``) — ``yes``/``no``: grade 1/0 in
-  ``gold.relevant`` (other chunks keep their grades);
+  ``gold.sql``;
 - the generator — a correction on any of its metrics becomes ``gold.answer``; ``yes`` on a
   correctness metric makes the answer itself the reference.
+
+The retriever's chunks (``chunk_relevance``) — ``yes``/``no``: grade 1/0 in ``gold.relevant``
+(other chunks keep their grades).
 
 The case's ``metadata.review`` records who reviewed it, when, and from which run. Other lines
 of the file are kept byte for byte; a case the file lacks is appended. The file is replaced
@@ -31,8 +35,10 @@ import yaml
 
 import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
-from evalharness.models import Case
+from evalharness.models import Case, Gold
+from evalharness.plugins import declarations_of
 from evalharness.review.labels import Label
+from evalharness.review.names import CHUNK
 from evalharness.review.session import Review
 
 
@@ -55,31 +61,46 @@ def cases_file(review: Review) -> Path:
 def updates(review: Review, labels: list[Label]) -> dict[str, dict[str, Any]]:
     """Case id -> the gold fields its labels set (see the module text)."""
     out: dict[str, dict[str, Any]] = defaultdict(dict)
+    declared = declarations_of(review.run.report)
+    corrected: set[tuple[str, str]] = set()  # a reviewer's correction wins over a `yes`
     for lab in labels:
         result = review.result(lab.case)
-        trace = result.trace
         gold = out[lab.case]
-        if lab.metric == "route_accuracy":
-            if lab.correction:
-                gold["routes"] = sorted({r.strip() for r in lab.correction.split(",")
-                                         if r.strip()})
-            elif lab.label == "yes" and trace.router is not None:
-                gold["routes"] = sorted(set(trace.router.routes))
-        elif lab.metric in ("execution_accuracy", "equivalent"):
-            if lab.correction:
-                gold["sql"] = lab.correction.strip()
-            elif lab.label == "yes" and trace.text2sql is not None and trace.text2sql.sql:
-                gold["sql"] = trace.text2sql.sql
-        elif lab.metric == "chunk_relevance" and lab.label in ("yes", "no"):
+        if lab.metric == CHUNK and lab.label in ("yes", "no"):
             relevant = gold.setdefault("relevant", dict(result.case.gold.relevant or {}))
             relevant[lab.item.removeprefix("chunk:")] = 1 if lab.label == "yes" else 0
-        elif review.target(lab).kind == "generator":
-            if lab.correction:
-                gold["answer"] = lab.correction.strip()
-            elif (lab.label == "yes" and lab.metric.startswith("correctness")
-                  and trace.generator is not None and trace.generator.answer):
-                gold.setdefault("answer", trace.generator.answer)
+            continue
+        about = declared.get((lab.component, lab.metric))
+        rule = about.gold if about is not None and not lab.item else None
+        if rule is None:
+            continue
+        if lab.correction:
+            gold[rule.field] = _parsed(rule.field, lab.correction)
+            corrected.add((lab.case, rule.field))
+        elif lab.label == "yes" and rule.confirms and (lab.case, rule.field) not in corrected:
+            value = _step_value(result.trace.step(lab.component), rule.step)
+            if value not in (None, "", []):
+                gold[rule.field] = sorted(set(value)) if isinstance(value, list) else value
     return {k: v for k, v in out.items() if v}
+
+
+def _parsed(field: str, correction: str) -> Any:
+    """A reviewer's correction as the gold field's value: comma-separated items for a list
+    field (``gold.routes``), the text otherwise.
+
+    >>> _parsed("routes", "sql, blog"), _parsed("sql", " SELECT 1 ")
+    (['blog', 'sql'], 'SELECT 1')
+    """
+    annotation = str(Gold.model_fields[field].annotation) if field in Gold.model_fields else ""
+    if "list" in annotation:
+        return sorted({r.strip() for r in correction.split(",") if r.strip()})
+    return correction.strip()
+
+
+def _step_value(step: Any, name: str) -> Any:
+    if step is None:
+        return None
+    return step.get(name) if isinstance(step, dict) else getattr(step, name, None)
 
 
 def promote(review: Review, into: Path, *, cases: list[str] | None = None,

@@ -20,8 +20,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from evalharness.declarations import Metric
 from evalharness.errors import InputError, UsageError
 from evalharness.models import CaseResult
+from evalharness.plugins import declarations_of
 from evalharness.review import labels as L
 from evalharness.review.targets import Target, Threshold, targets_of, thresholds
 from evalharness.runfolder import RunFolder, load_run
@@ -83,6 +85,7 @@ class Review:
     index: dict[str, int] = field(repr=False)
     """Case id -> position in results.jsonl, for every case of the run."""
     _targets: dict[str, list[Target]] = field(default_factory=dict, repr=False)
+    _declared: dict[tuple[str, str], Metric] | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list, repr=False)
     """What reading labels had to say (a torn last line left out), each once."""
 
@@ -149,7 +152,9 @@ class Review:
     def targets(self, case_id: str) -> list[Target]:
         """A case's targets (computed once)."""
         if case_id not in self._targets:
-            found = targets_of(self.result(case_id), self.criteria)
+            if self._declared is None:
+                self._declared = declarations_of(self.run.report)
+            found = targets_of(self.result(case_id), self.criteria, self._declared)
             for t in found:
                 comp = self.run.report.components.get(t.component)
                 t.kind = comp.kind if comp is not None else t.component

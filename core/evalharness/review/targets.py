@@ -4,13 +4,15 @@ Per case, from its stored result (no evaluator runs again):
 
 - **case-level metrics**: every metric of a component's verdict criteria (and the end-to-end
   criteria's metrics of that component), every metric computed with the judge (its details
-  name a ``judge``) and the SQL cascade's ``equivalent`` verdict. The automatic value is the
-  metric's value, its verdict the metric's verdict criterion (``faithfulness >= 0.5``), else
-  ``>= 0.5`` — said so on the target. The person answers the metric's question ("Is every
-  statement of the answer supported by its contexts?") yes or no, agrees or disagrees with
-  the verdict, or scores 1–5 (a judged metric, or any of a generator's);
-- **claims** (``generator`` / ``claim_support`` / ``claim:I``): each claim the judge checked for
-  faithfulness, with its confidence, verdict and reason;
+  name a ``judge``) and every metric whose declaration asks for review (``Metric.review``, the
+  SQL cascade's ``equivalent``). The automatic value is the metric's value, its verdict the
+  metric's verdict criterion (``faithfulness >= 0.5``), else ``>= 0.5`` — said so on the
+  target. The person answers the question the metric's plugin declares (``Metric.question``:
+  "Is every statement of the answer supported by its contexts?") yes or no, agrees or
+  disagrees with the verdict, or scores 1–5 (a judged metric, or any of a generator's);
+- **claims** (``generator`` / ``claim_support`` / ``claim:I``): each claim the judge checked,
+  of a metric that declares ``claim_support`` among its ``item_labels`` (faithfulness), with
+  its confidence, verdict and reason;
 - **chunks** (``retriever`` / ``chunk_relevance`` / ``chunk:ID``): each retrieved chunk, with its
   gold mark (``gold.relevant``) as the automatic value, else the judge's usefulness verdict
   when context precision was judged, else none (the label still counts for curation).
@@ -20,38 +22,20 @@ Every target is addressed by (component, metric, item) — the same triple a lab
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalharness.declarations import Metric, undeclared
 from evalharness.models import CaseResult
 from evalharness.review.names import CHUNK, CLAIM
 from evalharness.scenario import parse_criterion
 
-QUESTIONS = {
-    "route_accuracy": "Is the route right for this question?",
-    "equivalent": "Does the SQL return what the gold SQL returns (for any data)?",
-    "execution_accuracy": "Does the SQL answer the question correctly?",
-    "faithfulness": "Is every statement of the answer supported by its contexts?",
-    "answer_relevancy": "Does the answer address the question?",
-    "correctness_f1": "Does the answer say what the reference answer says?",
-    "correctness_precision": "Is everything the answer says also in the reference answer?",
-    "correctness_recall": "Does the answer say everything the reference answer says?",
-    "context_recall": "Did the retriever find everything the answer needs?",
+ITEM_QUESTIONS = {
     CLAIM: "Is this claim supported by the answer's contexts?",
     CHUNK: "Is this chunk relevant to the question?",
 }
-
-
-def question_for(metric: str) -> str:
-    """The question a person answers about a metric's automatic value.
-
-    >>> question_for("faithfulness")
-    'Is every statement of the answer supported by its contexts?'
-    >>> question_for("recall@5")
-    'Is recall@5 right here (did the component do its job)?'
-    """
-    return QUESTIONS.get(metric, f"Is {metric} right here (did the component do its job)?")
+"""The questions of the per-item targets (a metric's own question is in its declaration)."""
 
 
 @dataclass(frozen=True)
@@ -142,24 +126,27 @@ def thresholds(verdict_criteria: dict[str, Any]) -> dict[tuple[str, str], Thresh
     return out
 
 
-def targets_of(result: CaseResult, criteria: dict[tuple[str, str], Threshold]
-               ) -> list[Target]:
+def targets_of(result: CaseResult, criteria: dict[tuple[str, str], Threshold],
+               declared: Mapping[tuple[str, str], Metric] | None = None) -> list[Target]:
     """Every target of one case, in pipeline order: per component its case-level metrics, then
-    its claims or chunks."""
+    its claims or chunks. ``declared``: each metric's declaration (its question, whether it is
+    always reviewed, its per-item labels)."""
+    declared = declared or {}
     out: list[Target] = []
     for component, comp in result.components.items():
         if comp.status != "evaluated":
             continue
         for metric, mv in comp.metrics.items():
+            about = declared.get((component, metric)) or undeclared(metric)
             judged = "judge" in mv.details
-            wanted = ((component, metric) in criteria or judged or metric == "equivalent")
+            wanted = (component, metric) in criteria or judged or about.review
             if not wanted or mv.error is not None or mv.value is None:
                 continue
             out.append(Target(
-                component, metric, "", question_for(metric), float(mv.value),
+                component, metric, "", about.question_text(), float(mv.value),
                 criteria.get((component, metric), DEFAULT), judged,
                 reasons=_reasons(mv.details), ordinal=judged))
-            if metric == "faithfulness":
+            if CLAIM in about.item_labels:
                 out.extend(_claims(component, mv.details))
         if component == "retriever" and result.trace.retriever is not None:
             out.extend(_chunks(result, result.trace.retriever))
@@ -190,7 +177,7 @@ def _claims(component: str, details: dict[str, Any]) -> Iterable[Target]:
         for i, v in enumerate(judgment["output"].get("verdicts", [])):
             confidence = v.get("confidence")
             score = float(confidence) if confidence is not None else float(bool(v["supported"]))
-            yield Target(component, CLAIM, f"claim:{i}", question_for(CLAIM), score,
+            yield Target(component, CLAIM, f"claim:{i}", ITEM_QUESTIONS[CLAIM], score,
                          Threshold(">=", 0.5, "criteria") if confidence is not None
                          else Threshold(">=", 1.0, "criteria"),
                          True, text=v.get("claim"), reasons=[v.get("reason") or ""])
@@ -213,7 +200,7 @@ def _chunks(result: CaseResult, step) -> Iterable[Target]:
             reason = "the judge found it useful" if chunk in useful else "the judge did not"
         else:
             score, judged, reason = None, False, "no gold mark and no judge verdict"
-        yield Target("retriever", CHUNK, f"chunk:{chunk}", question_for(CHUNK), score,
+        yield Target("retriever", CHUNK, f"chunk:{chunk}", ITEM_QUESTIONS[CHUNK], score,
                      Threshold(">", 0.0, "criteria") if score is not None else None, judged,
                      text=texts[rank - 1] if rank <= len(texts) else None,
                      reasons=[f"rank {rank}; {reason}"])

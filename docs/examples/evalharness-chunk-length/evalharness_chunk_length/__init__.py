@@ -17,8 +17,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalharness import MetricValue, RetrieverStep, hookimpl
-from evalharness.registry import Evaluator
+from evalharness import Evaluator, Metric, MetricValue, RetrieverStep, hookimpl
 
 __version__ = "0.1.0"
 
@@ -76,17 +75,18 @@ def chunk_length_metrics(texts: list[str], max_chars: int) -> dict[str, MetricVa
     }
 
 
-@hookimpl
-def register_evaluators(register):
-    register(Evaluator(
-        name=EVALUATOR, component="retriever", metrics=METRICS, settings=ChunkLengthSettings,
-        description="mean length of the retrieved chunks, and the share at most max_chars long"))
+METRIC_DECLARATIONS = [
+    Metric("mean_chunk_chars", range=(0, None), direction="neutral", unit="chars",
+           description="mean length of the retrieved chunks"),
+    Metric("within_limit", verdict=">= 0.8",
+           question="Are the retrieved chunks short enough to quote?",
+           description="share of the retrieved chunks at most max_chars long"),
+]
+"""What the plugin says about each metric: the core reads nothing else about them."""
 
 
-@hookimpl
-def evaluate_retriever(evaluator, batch, settings, context):
-    if evaluator != EVALUATOR:
-        return None
+def chunk_length(batch, settings, context):
+    """The ``chunk_length`` evaluator: both metrics for each ``(case, step)`` of the batch."""
     rows = []
     for _case, step in batch:
         texts = chunk_texts(step, context.corpus)
@@ -95,3 +95,11 @@ def evaluate_retriever(evaluator, batch, settings, context):
         else:
             rows.append(chunk_length_metrics(texts, settings.max_chars))
     return rows
+
+
+@hookimpl
+def register_evaluators(register):
+    register(Evaluator(
+        name=EVALUATOR, component="retriever", metrics=METRIC_DECLARATIONS,
+        settings=ChunkLengthSettings, evaluate=chunk_length,
+        description="mean length of the retrieved chunks, and the share at most max_chars long"))
