@@ -458,3 +458,20 @@ def test_a_built_in_evaluator_runs_by_name_outside_a_run():
     [row] = evaluate_text2sql("exact_match", [(Case(id="a", question="?", gold={
         "sql": "SELECT 1"}), Text2SQLStep(sql="select 1"))])  # no context: an empty one
     assert row["exact_match"].value == 1.0
+
+
+def test_a_report_from_before_declarations_gets_them_from_the_installed_plugins(shop_sample):
+    """report.json written by evalharness 0.1 has no declarations: readers (and a page rebuilt
+    by `evalharness agreement`) take them from the installed plugins."""
+    from evalharness.models import Report
+    from evalharness.plugins import complete_declarations, declarations_of
+
+    report = Report.model_validate_json((shop_sample / "report.json").read_text())
+    for comp in report.components.values():
+        for summary in comp.metrics.values():
+            summary.declaration = None
+    assert declarations_of(report)["generator", "latency_ms"].direction == "lower"
+    assert declarations_of(report)["router", "route_accuracy"].question == \
+        "Is the route right for this question?"
+    complete_declarations(report)
+    assert report.components["retriever"].metrics["ndcg@5"].declaration.pattern == "ndcg@{k}"

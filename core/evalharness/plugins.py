@@ -404,3 +404,14 @@ def declarations_of(report: Any) -> dict[tuple[str, str], Metric]:
                 comp.kind, summary.evaluator, metric, summary.scope)
             out[component, metric] = found or undeclared(metric, summary.scope)
     return out
+
+
+def complete_declarations(report: Any) -> None:
+    """Fill in the declarations a report written before they were stored lacks (in place),
+    from the installed plugins, so that a page rebuilt from it (``evalharness agreement``
+    rewrites report.html) draws its metrics as a new run's page does."""
+    for comp in report.components.values():
+        for metric, summary in comp.metrics.items():
+            if summary.declaration is None:
+                summary.declaration = installed_declaration(comp.kind, summary.evaluator,
+                                                            metric, summary.scope)

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from evalharness.errors import UsageError
 from evalharness.lock import RunLock
+from evalharness.plugins import complete_declarations
 from evalharness.report import write_reports
 from evalharness.review.report import attach
 from evalharness.review.session import STRATA, Review
@@ -314,5 +315,6 @@ def add_to_reports(review: Review, agreement: dict) -> None:
     (under the run's lock: a run writing the same folder is not overtaken)."""
     with RunLock(review.path):
         report = review.run.report
+        complete_declarations(report)
         attach(report, agreement)
         write_reports(report, Path(review.path), review.run.results)
