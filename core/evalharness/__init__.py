@@ -19,8 +19,7 @@ from evalharness.models import (
     Usage,
 )
 from evalharness.registry import ComponentKind, Evaluator, Oracle
-
-__version__ = "0.2.0"
+from evalharness.version import __version__
 
 if TYPE_CHECKING:  # the lazily imported API, for type checkers and editors
     from evalharness.api import RunFolder, RunInterrupted, compare_runs, load_run, run_scenario

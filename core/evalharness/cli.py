@@ -15,7 +15,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from evalharness import __version__
 from evalharness.errors import EvalHarnessError, InfrastructureError
 from evalharness.exitcodes import GATE_FAILED as EXIT_GATE_FAILED
 from evalharness.exitcodes import INFRASTRUCTURE as EXIT_INFRASTRUCTURE
@@ -41,6 +40,7 @@ from evalharness.report import (
 from evalharness.runner import Progress
 from evalharness.scenario import ScenarioFile, load_scenario
 from evalharness.validation import validate_scenario
+from evalharness.version import __version__
 
 
 class InputProblem(click.ClickException):

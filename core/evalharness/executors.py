@@ -177,7 +177,7 @@ def _state(spec: WorkerSpec, judge: Any = None) -> _State:
     share one."""
     key = spec.key()
     if key not in _STATES:
-        from evalharness.runner import load_system, prepare_context
+        from evalharness.prepare import load_system, prepare_context
 
         scenario = _load(spec)
         if spec.database is not None and scenario.spec.database is not None:
@@ -204,7 +204,7 @@ def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) 
     threads; ``sys.exit()`` a case's error). ``judge``: the run's :class:`JudgeService` (a
     Ray actor) when the workers share one judge."""
     from evalharness.evaluate import evaluate_batch
-    from evalharness.oracle import PARAMETER
+    from evalharness.prepare import PARAMETER
     from evalharness.verdicts import criteria_for
 
     state = _state(spec, judge)
@@ -287,7 +287,7 @@ class JudgeService:
     what it serves."""
 
     def __init__(self, spec: WorkerSpec) -> None:
-        from evalharness.runner import make_judge
+        from evalharness.prepare import make_judge
 
         self.judge = make_judge(_load(spec))
         self.judge.limits.add_spent(spec.spent)

@@ -47,14 +47,13 @@ from evalharness.execution import (
 )
 from evalharness.judge.base import judge_usage
 from evalharness.models import Bottleneck, Case, CaseResult, HeadroomRecord, HeadroomRow, Trace
+from evalharness.prepare import PARAMETER as PARAMETER  # re-exported: its home was here
 from evalharness.sampling import stratified
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
 from evalharness.verdicts import criteria_for
 
 HEADROOM = "headroom.jsonl"
-PARAMETER = "overrides"
-"""The keyword parameter a system callable declares to accept oracle overrides."""
 
 ALL = "+"
 """Joins the components of the oracle that imposes every component's gold at once."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import pluggy
 
-from evalharness import builtin, hookspecs
+from evalharness import hookspecs
 from evalharness.context import not_a_file
 from evalharness.declarations import Metric, call_with, check_arguments, undeclared
 from evalharness.errors import EvalHarnessDeprecationWarning, PluginError
@@ -41,6 +41,9 @@ from evalharness.registry import (
 ENTRY_POINT_GROUP = "evalharness"
 LOAD_ENV = "EVALHARNESS_LOAD_PLUGINS"
 CORE_PLUGIN = "evalharness"
+CORE_MODULE = "evalharness.builtin"
+"""The core's own hook implementations: the four component kinds, judge backends and
+executors."""
 
 
 @dataclass
@@ -231,8 +234,11 @@ def load_plugins(
     tests) always load: they were named explicitly.
     """
     host = PluginHost(pm=make_plugin_manager())
+    # The core's own plugin is loaded by name, as an entry point is: a plugin sits above the
+    # machinery it registers (the Ray executor, the run), so this loader never imports one.
+    builtin = importlib.import_module(CORE_MODULE)
     _register(host, builtin,
-              PluginInfo(CORE_PLUGIN, _version(), "core", builtin, "evalharness.builtin"))
+              PluginInfo(CORE_PLUGIN, _version(), "core", builtin, CORE_MODULE))
 
     if entry_points:
         allowed = _allowed_names()
@@ -266,7 +272,7 @@ def load_plugins(
 
 
 def _version() -> str:
-    from evalharness import __version__
+    from evalharness.version import __version__
 
     return __version__
 

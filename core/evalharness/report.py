@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from evalharness import __version__, attribution, oracle, slices, verdicts
+from evalharness import attribution, oracle, slices, verdicts
 from evalharness.declarations import call_with
 from evalharness.formatting import judge_cell
 from evalharness.html import render_html
@@ -46,6 +46,7 @@ from evalharness.runfolder import RunFolder
 from evalharness.runner import RunOutcome
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
+from evalharness.version import __version__
 
 SYSTEM_ERROR_GROUPS = 5
 """How many of the system's most frequent errors the report shows with a traceback."""

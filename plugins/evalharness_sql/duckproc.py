@@ -40,8 +40,8 @@ import threading
 import time
 from typing import IO, Any
 
+from evalharness_sql.pipes import HEADER, receive, send
 from evalharness_sql.sandbox import Limits, Result, _run_duckdb
-from evalharness_sql.workers import _HEADER, _receive, _send
 
 KILL_GRACE_S = 0.5
 """Seconds past a query's time limit before its process is killed (DuckDB's own interrupt
@@ -92,7 +92,7 @@ class _Child:
             raise Unavailable("the DuckDB sandbox process has stopped")
         closing, self.closing = self.closing, []
         try:
-            _send(self.proc.stdin, pickle.dumps((closing, message)))
+            send(self.proc.stdin, pickle.dumps((closing, message)))
         except (OSError, ValueError) as exc:
             self.kill()
             raise Unavailable(f"the DuckDB sandbox process has stopped ({exc})") from None
@@ -118,7 +118,7 @@ class _Child:
             if ready:
                 break
         try:
-            payload = _receive(stream)
+            payload = receive(stream)
         except (OSError, ValueError):
             return None
         return None if payload is None else pickle.loads(payload)
@@ -185,8 +185,11 @@ def close_all() -> None:
 
 class Connection:
     """A sandboxed DuckDB connection in a child process; :func:`evalharness_sql.sandbox.run`
-    runs queries on it. ``recipe`` is how to make it: ``("open", path)`` (read-only) or
+    runs queries on it (through its ``run``: it says so with ``sandboxed``). ``recipe`` is how to make it: ``("open", path)`` (read-only) or
     ``("build", tables, views, data)`` (an in-memory test database)."""
+
+    sandboxed = True
+    """What :func:`evalharness_sql.sandbox.run` looks for: run queries through :meth:`run`."""
 
     def __init__(self, recipe: tuple, limits: Limits | None = None) -> None:
         self.recipe = recipe
@@ -270,10 +273,10 @@ def serve(memory: int, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None 
     duckdb.connect(":memory:", config=dict(config)).execute("SELECT 1").fetchall()
     start_size = _address_space()
     _cap_address_space(start_size + memory + HEADROOM_BYTES)
-    _send(stdout, pickle.dumps(("ready",)))
+    send(stdout, pickle.dumps(("ready",)))
     connections: dict[int, Any] = {}
     while True:
-        message = _receive(stdin)
+        message = receive(stdin)
         if message is None:
             return
         closing, request = pickle.loads(message)
@@ -289,7 +292,7 @@ def serve(memory: int, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None 
             data = pickle.dumps(("error", f"the answer could not be sent back: "
                                           f"{type(exc).__name__}: {exc}", "retiring"))
             retiring = True
-        _send(stdout, data)
+        send(stdout, data)
         if retiring:
             return
 
@@ -352,4 +355,4 @@ def _cap_address_space(limit: int) -> None:
         pass  # no address-space limit here: DuckDB's memory_limit and the time limit remain
 
 
-assert _HEADER.size == 4  # the framing shared with evalharness_sql.workers
+assert HEADER.size == 4  # the framing of evalharness_sql.pipes

@@ -659,9 +659,7 @@ def run(conn: Any, sql: str, *, dialect: str = "sqlite", timeout_s: float = 5.0,
         return Result("refused", error=reason)
     if isinstance(conn, sqlite3.Connection):
         return _run_sqlite(conn, sql, timeout_s, limits)
-    from evalharness_sql.duckproc import Connection as SandboxedDuckDB
-
-    if isinstance(conn, SandboxedDuckDB):
+    if getattr(conn, "sandboxed", False):  # a duckproc.Connection: its child runs the query
         return conn.run(sql, timeout_s, limits)
     module = type(conn).__module__
     if module.startswith("duckdb") or module.startswith("_duckdb"):

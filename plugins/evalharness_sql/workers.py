@@ -26,15 +26,16 @@ import itertools
 import os
 import pickle
 import signal
-import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import IO, Any
 
 from evalharness_sql.engines import SQLiteEngine
 from evalharness_sql.normalform import compute_normal_form
+from evalharness_sql.pipes import receive, send
 
 WARMUP = 256
 """Normal forms of one database computed in-process before helpers are used."""
@@ -49,8 +50,9 @@ run, when nearly every query is new, neither side waits for the other."""
 
 ENV = "EVALHARNESS_SQL_HELPERS"
 
-_BOOT = ("import sys; from evalharness_sql.workers import serve; serve()")
-_HEADER = struct.Struct(">I")
+_BOOT = "from evalharness_sql.helper import main; main()"
+"""What a helper process runs: :mod:`evalharness_sql.helper`, above both this module and the
+cascade it runs chunks of."""
 
 
 class Unavailable:
@@ -77,20 +79,6 @@ def helpers_wanted() -> int:
     return max(0, min((os.cpu_count() or 1) - 1, MAX_HELPERS))
 
 
-def _send(stream: IO[bytes], payload: bytes) -> None:
-    stream.write(_HEADER.pack(len(payload)) + payload)
-    stream.flush()
-
-
-def _receive(stream: IO[bytes]) -> bytes | None:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        return None
-    (size,) = _HEADER.unpack(header)
-    payload = stream.read(size)
-    return payload if len(payload) == size else None
-
-
 class Helper:
     """One helper process, its pending requests, and the thread that reads its answers."""
 
@@ -114,7 +102,7 @@ class Helper:
                 return future
             self.pending[request_id] = future
             try:
-                _send(self.proc.stdin, pickle.dumps((request_id, request)))
+                send(self.proc.stdin, pickle.dumps((request_id, request)))
             except (OSError, ValueError) as exc:
                 self.pending.pop(request_id, None)
                 self._stop(f"cannot write to the SQL helper process: {exc}")
@@ -125,7 +113,7 @@ class Helper:
         why = "the SQL helper process exited"
         try:
             while True:
-                message = _receive(self.proc.stdout)
+                message = receive(self.proc.stdout)
                 if message is None:
                     break
                 request_id, answer = pickle.loads(message)
@@ -236,8 +224,12 @@ def close_all() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
-    """Answer requests until stdin closes (what a helper process runs)."""
+def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None,
+          chunk: Callable[..., Any] | None = None) -> None:
+    """Answer requests until stdin closes (what a helper process runs, through
+    :func:`evalharness_sql.helper.main`). ``chunk`` checks a chunk of pairs (the cascade's
+    :func:`evalharness_sql.parallel.check_chunk`); without it a chunk request is answered
+    :class:`Unavailable` and the caller checks the chunk itself."""
     if stdout is None:  # a helper process
         stdout = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)  # anything printed goes to stderr, never into the answers
@@ -246,26 +238,24 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> No
     stdin = stdin if stdin is not None else sys.stdin.buffer
     engines: dict[str, Any] = {}
     while True:
-        message = _receive(stdin)
+        message = receive(stdin)
         if message is None:
             return
         request_id, request = pickle.loads(message)
         if request[0] == "chunk":
-            answer = _chunk(*request[1:])
+            answer = _chunk(chunk, *request[1:])
         else:
             sql, dialect, path, fingerprint = request
             answer = _answer(sql, dialect, path, fingerprint, engines)
-        _send(stdout, pickle.dumps((request_id, answer)))
+        send(stdout, pickle.dumps((request_id, answer)))
 
 
-def _chunk(*args: Any) -> bytes:
-    """The verdicts of a chunk of pairs (a whole cascade; the module is imported here, on the
-    helper's side only, so that the cascade and this module do not import each other)."""
-    import importlib
-
+def _chunk(check: Callable[..., Any] | None, *args: Any) -> bytes:
+    """The verdicts of a chunk of pairs (a whole cascade, run by ``check``)."""
+    if check is None:
+        return pickle.dumps(Unavailable("this helper checks no chunks"))
     try:
-        value: Any = importlib.import_module("evalharness_sql.parallel").check_chunk(*args)
-        return pickle.dumps(value)
+        return pickle.dumps(check(*args))
     except Exception as exc:  # noqa: BLE001 - the caller does the chunk itself
         return pickle.dumps(Unavailable(f"{type(exc).__name__}: {exc}"))
 

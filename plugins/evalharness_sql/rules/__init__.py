@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from evalharness_sql.engines import Schema
 from evalharness_sql.rules.affinity_literals import affinity_literals
 from evalharness_sql.rules.canonical_aliases import canonical_aliases
 from evalharness_sql.rules.count_star import count_star
@@ -36,6 +35,7 @@ from evalharness_sql.rules.simplify import simplify
 from evalharness_sql.rules.single_value_in import single_value_in
 from evalharness_sql.rules.subquery_predicates import subquery_predicates
 from evalharness_sql.rules.symmetric_comparisons import symmetric_comparisons
+from evalharness_sql.schema import Schema
 
 Rule = Callable[..., exp.Expression]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from evalharness_sql.engines import Schema
 from evalharness_sql.lineage import column_tables
+from evalharness_sql.schema import Schema
 
 _INT = re.compile(r"^[+-]?\d+$")
 _DECIMAL = re.compile(r"^[+-]?\d*\.\d+$")

@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from evalharness_sql.engines import Schema
 from evalharness_sql.lineage import column_tables, enclosing_select, outer_join_tables
+from evalharness_sql.schema import Schema
 
 
 def count_star(tree: exp.Expression, schema: Schema | None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from evalharness_sql.engines import Schema
+from evalharness_sql.schema import Schema
 
 
 def double_quoted_strings(tree: exp.Expression, schema: Schema | None,

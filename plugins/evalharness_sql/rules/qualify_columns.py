@@ -8,7 +8,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
-from evalharness_sql.engines import Schema
+from evalharness_sql.schema import Schema
 
 SAFE_TYPES = {"INTEGER": "INT", "TEXT": "TEXT", "REAL": "DOUBLE", "NUMERIC": "DECIMAL",
               "BLOB": "TEXT"}
