@@ -400,16 +400,36 @@ class Scenario:
 
 
 class _Problems:
-    """Formats problems at a field path of the scenario file as one paragraph."""
+    """Formats problems at a field path of the scenario file as one paragraph; resolves paths
+    relative to the scenario file."""
 
     def __init__(self, path: Path, lines: dict) -> None:
         self.path = path
         self.lines = lines
+        self.base = path.parent
 
     def error(self, loc: tuple, message: str) -> ScenarioError:
         line = line_of(loc, self.lines)
         where = f"{self.path}" + (f", line {line}" if line else "")
         return ScenarioError(f"{where}, field `{format_path(loc)}`: {message}")
+
+    def resolve(self, rel: str) -> Path:
+        """``rel`` relative to the scenario file (an absolute path as it is)."""
+        return Path(rel) if Path(rel).is_absolute() else (self.base / rel).resolve()
+
+    def must_exist(self, loc: tuple, rel: str, what: str, folder_ok: bool = False) -> Path:
+        """``rel`` resolved, checked to be a file (or, ``folder_ok``, a folder)."""
+        p = self.resolve(rel)
+        problem = not_a_file(p)
+        if problem is None or (folder_ok and problem == "is a directory"):
+            return p
+        if problem == "is a directory":
+            raise self.error(loc, f"{what} {rel!r} is a directory ({p}); give a file")
+        if problem == "does not exist":
+            raise self.error(loc, f"{what} {rel!r} does not exist (looked for {p}); paths "
+                             "are relative to the scenario file")
+        raise self.error(loc, f"{what} {rel!r} {problem} (looked at {p}); "
+                         f"{file_hint(problem)}")
 
 
 def load_scenario(
@@ -425,9 +445,56 @@ def load_scenario(
 
     ``purpose="synth"`` reads a scenario for ``evalharness synth``: ``cases`` (written by
     synth) and ``system``/``traces`` may be missing; everything present is checked as for a
-    run.
+    run. The steps, in the order their problems are reported: the file, the plugins (names
+    of evaluators, component kinds and judge backends depend on them), the cases, the system
+    or the traces file, the resources, the judge, the pipeline, the evaluators, the gates,
+    the verdict criteria, the labels, the recorded traces, the inputs' digests.
     """
     path = Path(path)
+    raw, spec, problems = _read(path)
+    plugin_files = _plugin_files(spec, extra_plugins, problems)
+    if host is None:
+        host = load_plugins(plugin_files)
+    cases = _cases(spec, purpose, problems)
+    system, recorded, traces_path = _system_or_traces(spec, problems)
+    db_path, db_build, corpus_path = _resources(spec, problems)
+    spec.judge = _judge(spec, host, judge_backend, judge_overrides, problems)
+    pipeline = _pipeline(spec, host, problems)
+    configured = _configure_evaluators(spec, pipeline, host, problems)
+    configured += _automatic_evaluators(cases, pipeline, host, configured)
+    gates, agreement_gates = _gates(spec, pipeline, configured, problems)
+    verdicts = _configure_verdicts(spec, pipeline, configured, problems)
+    label_files = _label_files(spec, problems)
+    traces = None
+    trace_source: dict[str, Any] = {}
+    trace_notes: dict[str, list[str]] = {}
+    mapping_file = None
+    if recorded is not None:
+        traces, trace_source, mapping_file = _recorded_traces(
+            recorded, traces_path, pipeline, cases, problems, problems.resolve, host,
+            trace_notes)
+    inputs = [p for p in (*plugin_files, db_build, corpus_path) if p is not None]
+    if isinstance(spec.cases, str):
+        inputs.append(problems.resolve(spec.cases))
+    inputs += [p for p in (traces_path, mapping_file) if p is not None]
+    if system is not None:
+        target = system.callable.rsplit(":", 1)[0]
+        inputs += (path_sources(problems.resolve(target)) if is_path(target)
+                   else module_sources(target, path.parent))
+    digests = _digests(raw, path, inputs, db_path)
+    return Scenario(
+        path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
+        inputs_sha256=_combined(digests), input_digests=digests, lines=problems.lines,
+        pipeline=pipeline, evaluators=configured, gates=gates, verdicts=verdicts,
+        traces=traces, trace_source=trace_source, trace_notes=trace_notes, system=system,
+        database_path=db_path, database_build=db_build, corpus_path=corpus_path,
+        plugin_files=plugin_files, labels=label_files, agreement_gates=agreement_gates,
+    )
+
+
+def _read(path: Path) -> tuple[bytes, ScenarioFile, _Problems]:
+    """The file's bytes, its content validated as a :class:`ScenarioFile`, and the problem
+    formatter that knows its lines."""
     problem = not_a_file(path)
     if problem == "does not exist":
         raise ScenarioError(f"scenario file {str(path)!r} does not exist; give the path to a "
@@ -454,29 +521,15 @@ def load_scenario(
         loc, message, value = best_error(exc, data)
         hint = _hint(loc, message, value)
         raise problems.error(loc, f"{message}{hint}") from None
+    return raw, spec, problems
 
-    base = path.parent
 
-    def resolve(rel: str) -> Path:
-        return Path(rel) if Path(rel).is_absolute() else (base / rel).resolve()
-
-    def must_exist(loc: tuple, rel: str, what: str, folder_ok: bool = False) -> Path:
-        p = resolve(rel)
-        problem = not_a_file(p)
-        if problem is None or (folder_ok and problem == "is a directory"):
-            return p
-        if problem == "is a directory":
-            raise problems.error(loc, f"{what} {rel!r} is a directory ({p}); give a file")
-        if problem == "does not exist":
-            raise problems.error(loc, f"{what} {rel!r} does not exist (looked for {p}); paths "
-                                 "are relative to the scenario file")
-        raise problems.error(loc, f"{what} {rel!r} {problem} (looked at {p}); "
-                             f"{file_hint(problem)}")
-
-    # Plugins first: evaluator names, component kinds and judge backends depend on them.
-    plugin_files = [must_exist(("plugins", i), rel, "plugin file")
-                    for i, rel in enumerate(spec.plugins)]
-    for rel in extra_plugins:
+def _plugin_files(spec: ScenarioFile, extra: list[str | Path], problems: _Problems
+                  ) -> list[Path]:
+    """The scenario's `plugins:` files, then the command line's ``--plugin`` files."""
+    files = [problems.must_exist(("plugins", i), rel, "plugin file")
+             for i, rel in enumerate(spec.plugins)]
+    for rel in extra:
         p = Path(rel).resolve()
         problem = not_a_file(p)
         if problem == "does not exist":
@@ -485,11 +538,13 @@ def load_scenario(
         if problem is not None:
             raise ScenarioError(f"--plugin {str(rel)!r} {problem}; give the path to a .py "
                                 "plugin file saved on disk")
-        plugin_files.append(p)
-    if host is None:
-        host = load_plugins(plugin_files)
+        files.append(p)
+    return files
 
-    # Cases.
+
+def _cases(spec: ScenarioFile, purpose: str, problems: _Problems) -> list[Case]:
+    """The cases, from their JSONL file or inline (ids unique); a run needs at least one, and
+    a system or traces."""
     if purpose == "run" and spec.cases is None:
         raise problems.error(("cases",), "required field is missing; give a JSONL file of "
                              "cases (`cases: cases.jsonl`) or the cases inline — no cases "
@@ -498,7 +553,7 @@ def load_scenario(
     if spec.cases is None:
         cases = []
     elif isinstance(spec.cases, str):
-        cases = load_cases(must_exist(("cases",), spec.cases, "cases file"))
+        cases = load_cases(problems.must_exist(("cases",), spec.cases, "cases file"))
     else:
         cases = list(spec.cases)
         seen: dict[str, int] = {}
@@ -512,10 +567,13 @@ def load_scenario(
     if purpose == "run" and spec.system is None and spec.traces is None:
         raise problems.error((), "give exactly one of `system` (a callable to run) and "
                              "`traces` (a JSONL file of recorded traces)")
+    return cases
 
-    # System or traces.
-    system = None
-    traces = None
+
+def _system_or_traces(spec: ScenarioFile, problems: _Problems
+                      ) -> tuple[SystemSpec | None, TracesSpec | None, Path | None]:
+    """The system to call (its target checked to exist), or the recorded traces and their
+    file."""
     if spec.system is not None:
         system = spec.system if isinstance(spec.system, SystemSpec) else SystemSpec(
             callable=spec.system)
@@ -525,24 +583,31 @@ def load_scenario(
                                  "`file.py:function` or `path/to/package:function`")
         target = system.callable.rsplit(":", 1)[0]
         if is_path(target):
-            found = must_exist(loc, target, "system file or package folder", folder_ok=True)
+            found = problems.must_exist(loc, target, "system file or package folder",
+                                        folder_ok=True)
             if found.is_dir() and not (found / "__init__.py").is_file():
                 raise problems.error(loc, f"{target!r} is a folder without an `__init__.py`, "
                                      "so not a package; name a `.py` file "
                                      "(`folder/module.py:function`) or a package folder")
-    elif spec.traces is not None:
+        return system, None, None
+    if spec.traces is not None:
         recorded = spec.traces if isinstance(spec.traces, TracesSpec) else TracesSpec(
             path=spec.traces)
-        traces_loc = ("traces", "path") if isinstance(spec.traces, TracesSpec) else ("traces",)
-        traces_path = must_exist(traces_loc, recorded.path, "traces file")
+        loc = ("traces", "path") if isinstance(spec.traces, TracesSpec) else ("traces",)
+        return None, recorded, problems.must_exist(loc, recorded.path, "traces file")
+    return None, None, None
 
-    # Resources.
+
+def _resources(spec: ScenarioFile, problems: _Problems
+               ) -> tuple[Path | None, Path | None, Path | None]:
+    """The database's path and build script, and the corpus file, checked."""
     db_path = db_build = corpus_path = None
     if spec.database is not None:
         if spec.database.build:
-            db_build = must_exist(("database", "build"), spec.database.build, "database script")
+            db_build = problems.must_exist(("database", "build"), spec.database.build,
+                                           "database script")
         if spec.database.path:
-            db_path = resolve(spec.database.path)
+            db_path = problems.resolve(spec.database.path)
             problem = not_a_file(db_path)
             if problem == "does not exist" and db_build is None:
                 raise problems.error(("database", "path"), f"database {spec.database.path!r} "
@@ -554,24 +619,33 @@ def load_scenario(
                                      "give a database file (or, with a `build:` script, a "
                                      "path where it may be built)")
     if spec.corpus is not None:
-        corpus_path = must_exist(("corpus",), spec.corpus, "corpus file")
+        corpus_path = problems.must_exist(("corpus",), spec.corpus, "corpus file")
+    return db_path, db_build, corpus_path
 
-    # Judge.
-    if judge_backend:
-        spec.judge = spec.judge.model_copy(update={"backend": judge_backend})
-    if judge_overrides:
-        spec.judge = spec.judge.model_copy(update=judge_overrides)
-    if spec.judge.cache:
-        spec.judge = spec.judge.model_copy(update={"cache": str(resolve(spec.judge.cache))})
-    if host.judge_backend(spec.judge.backend) is None:
+
+def _judge(spec: ScenarioFile, host: PluginHost, backend: str | None,
+           overrides: dict[str, Any] | None, problems: _Problems) -> JudgeConfig:
+    """The judge block after the command line's overrides, its cache path resolved and its
+    backend registered."""
+    judge = spec.judge
+    if backend:
+        judge = judge.model_copy(update={"backend": backend})
+    if overrides:
+        judge = judge.model_copy(update=overrides)
+    if judge.cache:
+        judge = judge.model_copy(update={"cache": str(problems.resolve(judge.cache))})
+    if host.judge_backend(judge.backend) is None:
         known = ", ".join(sorted(host.registry.judge_backends))
-        if judge_backend:
-            raise ScenarioError(f"--judge {judge_backend!r}: unknown judge backend; "
+        if backend:
+            raise ScenarioError(f"--judge {backend!r}: unknown judge backend; "
                                 f"registered backends: {known}")
         raise problems.error(("judge", "backend"), f"unknown judge backend "
-                             f"{spec.judge.backend!r}; registered backends: {known}")
+                             f"{judge.backend!r}; registered backends: {known}")
+    return judge
 
-    # Pipeline.
+
+def _pipeline(spec: ScenarioFile, host: PluginHost, problems: _Problems) -> Pipeline:
+    """The pipeline graph (the shop's when not written): acyclic, every kind registered."""
     components = spec.pipeline if spec.pipeline is not None else {
         name: ComponentSpec.model_validate(c) for name, c in SHOP_PIPELINE.items()}
     if not components:
@@ -582,12 +656,12 @@ def load_scenario(
     pipeline = Pipeline(components)
     for loc, message in pipeline.problems(set(host.registry.component_kinds)):
         raise problems.error(("pipeline",) + loc, message)
+    return pipeline
 
-    # Evaluators.
-    configured = _configure_evaluators(spec, pipeline, host, problems)
-    configured += _automatic_evaluators(cases, pipeline, host, configured)
 
-    # Gates.
+def _gates(spec: ScenarioFile, pipeline: Pipeline, configured: list[ConfiguredEvaluator],
+           problems: _Problems) -> tuple[list[Gate], list[Gate]]:
+    """The gates on metrics, and the gates on the agreement with people."""
     gates = []
     agreement_gates: list[Gate] = []
     for i, entry in enumerate(spec.gates):
@@ -617,47 +691,22 @@ def load_scenario(
                                  f"{', '.join(produced) or 'nothing (configure one under `evaluators:`)'}."
                                  f"{hint}")
         gates.append(gate)
+    return gates, agreement_gates
 
-    verdicts = _configure_verdicts(spec, pipeline, configured, problems)
 
-    label_files = []
+def _label_files(spec: ScenarioFile, problems: _Problems) -> list[Path]:
+    """The `labels:` files, each readable as labels."""
+    out = []
     for i, rel in enumerate([spec.labels] if isinstance(spec.labels, str)
                             else spec.labels or []):
         loc = ("labels",) if isinstance(spec.labels, str) else ("labels", i)
-        found = must_exist(loc, rel, "labels file")
+        found = problems.must_exist(loc, rel, "labels file")
         try:
             read_labels(found)
         except EvalHarnessError as exc:
             raise problems.error(loc, str(exc)) from None
-        label_files.append(found)
-
-    trace_source: dict[str, Any] = {}
-    trace_notes: dict[str, list[str]] = {}
-    mapping_file = None
-    if spec.traces is not None:
-        traces, trace_source, mapping_file = _recorded_traces(
-            recorded, traces_path, pipeline, cases, problems, resolve, host, trace_notes)
-
-    inputs = [p for p in (*plugin_files, db_build, corpus_path) if p is not None]
-    if isinstance(spec.cases, str):
-        inputs.append(resolve(spec.cases))
-    if spec.traces:
-        inputs.append(traces_path)
-    if mapping_file is not None:
-        inputs.append(mapping_file)
-    if system is not None:
-        target = system.callable.rsplit(":", 1)[0]
-        inputs += (path_sources(resolve(target)) if is_path(target)
-                   else module_sources(target, path.parent))
-    digests = _digests(raw, path, inputs, db_path)
-    return Scenario(
-        path=path, sha256=hashlib.sha256(raw).hexdigest(), spec=spec, cases=cases, host=host,
-        inputs_sha256=_combined(digests), input_digests=digests, lines=lines,
-        pipeline=pipeline, evaluators=configured, gates=gates, verdicts=verdicts,
-        traces=traces, trace_source=trace_source, trace_notes=trace_notes, system=system,
-        database_path=db_path, database_build=db_build, corpus_path=corpus_path,
-        plugin_files=plugin_files, labels=label_files, agreement_gates=agreement_gates,
-    )
+        out.append(found)
+    return out
 
 
 def _agreement_gate(gate: Gate, spec: ScenarioFile, pipeline: Pipeline,
