@@ -169,7 +169,8 @@ def test_imports_under_type_checking_do_not_count():
 
 RUNNING = {"evalharness.runner", "evalharness.executors", "evalharness.evaluate", "evalharness.oracle", "evalharness.execution",
            "evalharness.api"}
-REPORTING = {"evalharness.report", "evalharness.html", "evalharness.junit", "evalharness.ci",
+REPORTING = {"evalharness.report", "evalharness.render", "evalharness.html",
+             "evalharness.charts", "evalharness.markdown", "evalharness.junit", "evalharness.ci",
              "evalharness.compare"}
 
 
@@ -190,7 +191,11 @@ def _reach(graph: Mapping[str, set[str]], start: str) -> set[str]:
     ("evalharness.plugins", RUNNING | REPORTING, "the loader imports no plugin (it loads the "
                                                  "core's own by name, as an entry point)"),
     ("evalharness.verdicts", RUNNING | REPORTING, "verdicts read one case's result, nothing else"),
-    ("evalharness.html", REPORTING - {"evalharness.html"}, "report.py calls the page, never back"),
+    ("evalharness.html", REPORTING - {"evalharness.html", "evalharness.charts",
+                                      "evalharness.markdown"},
+     "render.py calls the page, never back; the page's charts and Markdown are below it"),
+    ("evalharness.render", RUNNING | {"evalharness.report"},
+     "rendering reads a finished Report: it never aggregates nor runs"),
 ])
 def test_never_rules(core, module, never, why):
     reached = _reach(core, module)

@@ -21,9 +21,10 @@ from evalharness.exitcodes import INFRASTRUCTURE as EXIT_INFRASTRUCTURE
 from evalharness.exitcodes import INPUT as EXIT_INPUT
 from evalharness.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
 from evalharness.exitcodes import run_status
+from evalharness.formatting import judge_cell
 from evalharness.models import Case, CaseResult, Report, Trace
 from evalharness.plugins import load_plugins
-from evalharness.report import (
+from evalharness.render import (
     count,
     fmt,
     fmt_ci,
@@ -31,7 +32,6 @@ from evalharness.report import (
     headline,
     headroom_of,
     headroom_sentence,
-    judge_cell,
     n_cases,
     pct,
     pct_ci,

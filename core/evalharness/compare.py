@@ -29,7 +29,7 @@ from evalharness.context import jsonl_error, read_jsonl
 from evalharness.errors import InputError
 from evalharness.models import SCHEMA_VERSION, CaseResult
 from evalharness.plugins import installed_declaration
-from evalharness.report import fmt
+from evalharness.render import fmt
 from evalharness.review import pairwise
 from evalharness.stats import (
     EXACT_MAX,
