@@ -167,7 +167,8 @@ def test_imports_under_type_checking_do_not_count():
 
 # -- the "never" rules of docs/architecture.md ----------------------------------------------
 
-RUNNING = {"evalharness.runner", "evalharness.executors", "evalharness.evaluate", "evalharness.oracle", "evalharness.execution",
+RUNNING = {"evalharness.runner", "evalharness.executors", "evalharness.ray_executor",
+           "evalharness.evaluate", "evalharness.oracle", "evalharness.execution",
            "evalharness.api"}
 REPORTING = {"evalharness.report", "evalharness.render", "evalharness.html",
              "evalharness.charts", "evalharness.markdown", "evalharness.junit", "evalharness.ci",
@@ -194,6 +195,8 @@ def _reach(graph: Mapping[str, set[str]], start: str) -> set[str]:
     ("evalharness.html", REPORTING - {"evalharness.html", "evalharness.charts",
                                       "evalharness.markdown"},
      "render.py calls the page, never back; the page's charts and Markdown are below it"),
+    ("evalharness.executors", {"evalharness.ray_executor", "evalharness.api"},
+     "the protocol and the workers' side are below every executor"),
     ("evalharness.render", RUNNING | {"evalharness.report"},
      "rendering reads a finished Report: it never aggregates nor runs"),
 ])

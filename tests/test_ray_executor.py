@@ -76,7 +76,7 @@ def report_without_timing(run: Path) -> dict:
 def local_ray():
     """One local Ray instance for the module: 2 CPUs, no dashboard, a small object store,
     listening on 127.0.0.1 only."""
-    from evalharness.executors import loopback_only
+    from evalharness.ray_executor import loopback_only
 
     with loopback_only():
         ray.init(address="local", num_cpus=2, include_dashboard=False,
@@ -386,7 +386,7 @@ def test_ray_failures_are_named_by_what_died():
     import ray.exceptions as rx
 
     from evalharness.errors import InfrastructureError, RunError
-    from evalharness.executors import _reason
+    from evalharness.ray_executor import _reason
 
     assert _reason(rx.LocalRayletDiedError()) == \
         "this machine's Ray raylet died (LocalRayletDiedError)"
@@ -423,7 +423,7 @@ def test_a_two_node_cluster_on_localhost(tmp_path):
         assert len(normalised(out)) == 51
         # both nodes joined, each on 127.0.0.1 (so listening there only)
         nodes_seen = run_cli_python(
-            "import ray; from evalharness.executors import loopback_only\n"
+            "import ray; from evalharness.ray_executor import loopback_only\n"
             f"with loopback_only(): ray.init(address={address!r}, log_to_driver=False)\n"
             "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))", env)
         assert nodes_seen.strip().splitlines()[-1] == "['127.0.0.1', '127.0.0.1']"

@@ -45,7 +45,7 @@ def register_executors(register):
 
 def _ray_executor(address):
     """The ``ray`` executor, imported when a run uses it (Ray is an optional extra)."""
-    from evalharness.executors import RayExecutor
+    from evalharness.ray_executor import RayExecutor
 
     return RayExecutor(address)
 
