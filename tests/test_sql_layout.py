@@ -1,6 +1,7 @@
 """The SQL plugin's files each have one job: the package's ``__init__`` declares and registers
-(the evaluators' work is in ``evaluators.py``, their settings in ``settings.py``), and the
-test-database generation is split by job behind ``generate.py``."""
+(the evaluators' work is in ``evaluators.py``, their settings in ``settings.py``), the
+test-database generation is split by job behind ``generate.py``, and the database engines are
+one a module behind ``engines.py``."""
 
 from __future__ import annotations
 
@@ -103,3 +104,54 @@ def test_public_names_stay_importable_from_the_package():
                  "exact_match", "equivalence", "pair_key", "perfect_text2sql",
                  "register_evaluators", "register_oracles", "report_sections", "__version__"]:
         assert hasattr(sql, name), name
+
+
+ENGINE_MODULES = {"engine_sqlite": "SQLiteEngine", "engine_duckdb": "DuckDBEngine",
+                  "engine_postgres": "PostgresEngine"}
+"""One engine a module (``engines.py`` was split); ``engine_base.py`` holds what they share."""
+
+
+def _imported_modules(tree: ast.Module) -> set[str]:
+    """Every module ``tree`` imports, at the top or inside a function; ``from evalharness_sql
+    import x`` counts as an import of ``evalharness_sql.x``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(ENGINE_MODULES))
+def test_each_engine_module_holds_one_engine_and_does_not_import_engines(module):
+    tree = _tree(module)
+    assert (ast.get_docstring(tree) or "").strip(), f"{module}.py has no docstring"
+    engines = [n.name for n in tree.body
+               if isinstance(n, ast.ClassDef) and n.name.endswith("Engine")]
+    assert engines == [ENGINE_MODULES[module]], engines
+    imported = _imported_modules(tree)
+    assert "evalharness_sql.engines" not in imported, module
+    assert not imported & {f"evalharness_sql.{m}" for m in ENGINE_MODULES if m != module}, \
+        "what two engines share belongs in engine_base.py"
+
+
+def test_the_engine_base_holds_only_the_base_class_and_imports_no_engine():
+    tree = _tree("engine_base")
+    assert (ast.get_docstring(tree) or "").strip()
+    assert [n.name for n in tree.body if isinstance(n, ast.ClassDef)] == ["Engine"]
+    assert not _imported_modules(tree) & {
+        "evalharness_sql.engines", *(f"evalharness_sql.{m}" for m in ENGINE_MODULES)}
+
+
+def test_engines_is_the_face_of_the_engine_modules():
+    engines = importlib.import_module("evalharness_sql.engines")
+    for name in engines.__all__:
+        assert hasattr(engines, name), name
+    for module, cls in ENGINE_MODULES.items():
+        assert getattr(engines, cls) is getattr(
+            importlib.import_module(f"evalharness_sql.{module}"), cls)
+    assert engines.Engine is importlib.import_module("evalharness_sql.engine_base").Engine
+    assert [n.name for n in _tree("engines").body if isinstance(n, ast.ClassDef)] == [], \
+        "the engines are in their own modules"
