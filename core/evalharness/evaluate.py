@@ -161,7 +161,7 @@ def _call(scenario: Scenario, call: _Call, warned: set[str]) -> _Outcome:
         context = dataclasses.replace(context, budget_s=configured.budget_s)
 
     work = configured.evaluator.evaluate
-    hook_name = call.hook or f"evaluate_{scenario.pipeline.kind(call.component)}"
+    hook_name = call.hook  # set whenever `work` is None: loading checks it (plugins.py)
 
     def hook() -> Any:
         token = LEDGER.set(ledger)

@@ -403,13 +403,10 @@ def declarations_of(report: Any) -> dict[tuple[str, str], Metric]:
     """(component, metric) -> its declaration, for every metric of a run's report (a
     :class:`evalharness.models.Report`): as stored in report.json, else as the installed
     plugins declare it, else a bare one."""
-    out = {}
-    for component, comp in report.components.items():
-        for metric, summary in comp.metrics.items():
-            found = summary.declaration or installed_declaration(
-                comp.kind, summary.evaluator, metric, summary.scope)
-            out[component, metric] = found or undeclared(metric, summary.scope)
-    return out
+    return {(component, metric): _declaration_of(comp, metric, summary)
+            or undeclared(metric, summary.scope)
+            for component, comp in report.components.items()
+            for metric, summary in comp.metrics.items()}
 
 
 def complete_declarations(report: Any) -> None:
@@ -418,6 +415,10 @@ def complete_declarations(report: Any) -> None:
     rewrites report.html) draws its metrics as a new run's page does."""
     for comp in report.components.values():
         for metric, summary in comp.metrics.items():
-            if summary.declaration is None:
-                summary.declaration = installed_declaration(comp.kind, summary.evaluator,
-                                                            metric, summary.scope)
+            summary.declaration = _declaration_of(comp, metric, summary)
+
+
+def _declaration_of(comp: Any, metric: str, summary: Any) -> Metric | None:
+    """A report's metric's declaration: as stored, else as the installed plugins give it."""
+    return summary.declaration or installed_declaration(comp.kind, summary.evaluator, metric,
+                                                        summary.scope)
