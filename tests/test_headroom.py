@@ -394,3 +394,30 @@ def test_a_sample_of_the_failed_cases_estimates_the_gain(toy, tmp_path):
     bad = toy(system="{callable: toy_system.py:answer, headroom: -3}", name="bad.yaml")
     res = run_cli("scenario", bad, "--out", tmp_path / "bad")
     assert res.code == 2 and "system.headroom" in res.err, res
+
+
+def test_the_reruns_go_through_the_runs_executor(toy, tmp_path):
+    """One machinery: the oracle reruns are the executor's work as the run's cases are (an
+    executor that records what it is given, wrapping the local one), with the same records
+    as a plain run."""
+    from evalharness.local_executor import LocalExecutor
+
+    class Recording(LocalExecutor):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        async def arun(self, spec, work, emit, stopped):
+            self.calls.append([(w.case_id, w.oracle) for w in work])
+            return await super().arun(spec, work, emit, stopped)
+
+    scenario = load_scenario(toy())
+    recording = Recording()
+    asyncio.run(run(scenario, tmp_path / "a", executor=recording))
+    assert asyncio.run(run(scenario, tmp_path / "b")).headroom
+    cases, reruns = recording.calls
+    assert sorted(c for c, o in cases) == [f"c{i}" for i in range(1, 7)]
+    assert {o for _, o in cases} == {None}
+    assert {o for _, o in reruns} == {"router", "text2sql", "retriever",
+                                      "router+text2sql+retriever"}
+    assert records(tmp_path / "a") == records(tmp_path / "b")

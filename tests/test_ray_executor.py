@@ -156,7 +156,7 @@ def test_shop_on_ray_equals_the_local_run(local_ray, shop_cli_run, tmp_path, mon
     def not_here(*args, **kwargs):
         raise AssertionError("the oracle reruns ran in the driver, not on the workers")
 
-    monkeypatch.setattr("evalharness.oracle.call_system", not_here)
+    monkeypatch.setattr("evalharness.local_executor.call_system", not_here)
     proc_report = __import__("evalharness").run_scenario(SHOP, out=out, executor="ray")
     assert proc_report.cases["evaluated"] == 51
     assert normalised(out) == normalised(local)

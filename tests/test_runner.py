@@ -278,3 +278,34 @@ def test_a_package_folder_path_is_a_system_too(tmp_path):
     bad = write(tmp_path / "bad.yaml", body.format(system="src/empty:answer"))
     res = run_cli("validate", bad)
     assert res.code == 2 and "field `system`" in res.err and "__init__.py" in res.err, res
+
+
+def test_the_local_executor_keeps_the_executor_protocol(tmp_path):
+    """`local` is an executor like Ray's: `run(spec, work, emit, stopped)` from a thread
+    without an event loop gives the lines a run writes, for the spec attached to the
+    driver's loaded scenario; without that it refuses."""
+    from conftest import SHOP
+    from evalharness.errors import RunError
+    from evalharness.executors import Work, attach
+    from evalharness.local_executor import LocalExecutor
+    from evalharness.prepare import load_system, make_judge, prepare_context
+    from evalharness.runner import worker_spec
+    from evalharness.scenario import load_scenario
+
+    scenario = load_scenario(SHOP)
+    context = prepare_context(scenario, tmp_path, make_judge(scenario))
+    spec = worker_spec(scenario, context, tmp_path, None)
+    ids = [c.id for c in scenario.cases[:5]]
+    got: list = []
+    executor = LocalExecutor()
+    with pytest.raises(RunError, match="driver's process"):
+        executor.run(spec, [Work(i) for i in ids], lambda g, lines: None, lambda: False)
+    with attach(spec, scenario, load_system(scenario), context):
+        stopped = executor.run(spec, [Work(i) for i in ids],
+                               lambda group, lines: got.extend(zip(group, lines, strict=True)),
+                               lambda: False)
+    assert stopped is False
+    assert sorted(w.case_id for w, _ in got) == sorted(ids)
+    lines = {w.case_id: json.loads(line) for w, line in got}
+    assert all(lines[i]["case"]["id"] == i for i in ids)
+    assert all(lines[i]["end_to_end"] is not None for i in ids)  # metrics, then verdicts

@@ -475,3 +475,44 @@ def test_without_an_end_to_end_verdict_a_component_failure_or_system_error_count
     ]
     Path(tmp_path / "results.jsonl").write_text("".join(r.to_line() + "\n" for r in results))
     assert failed_ids(tmp_path) == {"bad", "crashed"}
+
+
+# -- "a failed case", defined once ---------------------------------------------------------------
+
+OUTCOMES = [  # (end to end, component verdicts, system error) -> outcome
+    ("pass", {"retriever": "fail"}, None, "pass"),
+    ("fail", {"retriever": "pass"}, None, "fail"),
+    ("error", {}, None, "error"),
+    (None, {"retriever": "pass", "router": "error"}, None, "error"),
+    (None, {"retriever": "error", "router": "fail"}, None, "fail"),
+    (None, {"retriever": "not_applicable"}, None, None),
+    (None, {}, "boom", "error"),
+    (None, {}, None, None),
+]
+
+
+def _result(n: int, e2e, verdicts, error) -> CaseResult:
+    return CaseResult(case=Case(id=f"c{n}", question="q"),
+                      trace={"case_id": f"c{n}", "error": error},
+                      verdicts={c: Verdict(status=s) for c, s in verdicts.items()},
+                      end_to_end=Verdict(status=e2e) if e2e else None)
+
+
+def test_a_failed_case_is_defined_once_and_every_reader_agrees(tmp_path):
+    """CaseResult.outcome/failed is the one definition: --rerun-failed, RunFolder.failed and
+    the report page's list read it (the page adds cases that pass with a failing component),
+    and the oracle reruns take its end-to-end failures."""
+    from evalharness.html import _is_failure
+    from evalharness.runfolder import RunFolder
+
+    results = [_result(n, *row[:3]) for n, row in enumerate(OUTCOMES)]
+    assert [r.outcome for r in results] == [row[3] for row in OUTCOMES]
+    failed = {r.case.id for r in results if r.failed}
+    assert failed == {"c1", "c2", "c3", "c4", "c6"}
+    (tmp_path / "results.jsonl").write_text("".join(r.to_line() + "\n" for r in results))
+    assert failed_ids(tmp_path) == failed
+    assert set(RunFolder(path=tmp_path, report=None, results=results).failed) == failed
+    shown = {r.case.id for r in results if _is_failure(r, False)}
+    assert shown == failed | {"c0"}  # c0 passes end to end, its retriever fails
+    picked, count = sample_failed(results, 100)
+    assert {results[i].case.id for i in picked} == {"c1"} and count == 1

@@ -162,8 +162,8 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
 
 
 def make_executor(scenario: Scenario, name: str, address: str | None) -> Any:
-    """The executor registered as ``name`` (``None`` for ``local``: this process); a name no
-    plugin registers, or ``--address`` with ``local``, is a usage error."""
+    """The executor registered as ``name`` (``local``: this process); a name no plugin
+    registers, or ``--address`` with ``local``, is a usage error."""
     found = scenario.host.executor(name)
     if found is None:
         known = ", ".join(sorted(scenario.host.registry.executors))

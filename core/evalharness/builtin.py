@@ -35,12 +35,19 @@ def register_judge_backends(register):
 
 @hookimpl
 def register_executors(register):
-    register(Executor("local", lambda address: None,
+    register(Executor("local", _local_executor,
                       description="this process: threads for the system, batches evaluated "
                                   "in worker threads (the default)"))
     register(Executor("ray", _ray_executor,
                       description="a Ray cluster (pip install 'evalharness[ray]'; --address "
                                   "auto or ray://HOST:PORT, else a local instance)"))
+
+
+def _local_executor(address):
+    """The ``local`` executor: this process."""
+    from evalharness.local_executor import LocalExecutor
+
+    return LocalExecutor(address)
 
 
 def _ray_executor(address):

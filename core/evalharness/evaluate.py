@@ -3,8 +3,10 @@
 The core knows no metric. For every component it collects the ``(case, step)`` pairs whose
 trace has that component's step, and calls each configured evaluator's ``evaluate`` with the
 arguments it names (a plugin written for evalharness 0.1 gets its ``evaluate_<kind>`` hook
-called instead, on that plugin only). Last, every case gets its per-component and end-to-end
-verdicts and its failure attribution (:mod:`evalharness.verdicts`).
+called instead, on that plugin only).
+
+Metrics only: a case's verdicts and attribution are computed from its metrics afterwards, in
+one place (:func:`evalharness.executors.results_of`, with :mod:`evalharness.verdicts`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from evalharness import verdicts
 from evalharness.context import EvalContext
 from evalharness.declarations import call_with
 from evalharness.errors import USER_CODE_ERRORS, describe
@@ -104,8 +105,7 @@ def evaluate_batch(
                 target.evaluators[metric] = call.configured.name
         for i, note in notes:
             results[call.applicable[i][0]].warnings.append(note)
-    # Verdicts and attribution read only this case's metrics, so they are stored with it.
-    return verdicts.apply(scenario, results)
+    return results
 
 
 class _Call(NamedTuple):

@@ -26,7 +26,7 @@ import os
 import queue
 import signal
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evalharness.errors import USER_CODE_ERRORS, Escaped, describe, user_traceback
@@ -276,14 +276,6 @@ async def evaluate_stream(queue: asyncio.Queue, *, evaluate: Callable[[list], li
     if failures:
         raise failures[0]
     return stopped
-
-
-def append_lines(sink, lines: Iterable[str]) -> None:
-    """Append ``lines`` (each without its newline) to the open file ``sink`` and make them
-    durable before returning: what a run has written survives a kill."""
-    sink.write("".join(line + "\n" for line in lines))
-    sink.flush()
-    os.fsync(sink.fileno())
 
 
 # --------------------------------------------------------------------------------------------

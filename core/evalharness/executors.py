@@ -1,12 +1,26 @@
-"""Where a run's cases are executed: in this process (``local``, the default: the system in
-abandonable threads, batches evaluated in worker threads; see :mod:`evalharness.execution`),
-or spread over a Ray cluster (``ray``, ``pip install -e '.[ray]'``; docs/scale.md).
+"""The executor protocol, and the workers' side of it: where a run's cases are executed.
 
-An executor is a registry entry like a judge backend (hook ``register_executors``), so a third
-party can add another (Dask, a batch scheduler). A non-local executor gets the cases still to
-run and a :class:`WorkerSpec` — what a worker needs to load the same scenario itself (its
-path, extra plugins, the judge settings after the command line's overrides, the run folder) —
-and hands back, as groups of cases finish, their results as ``results.jsonl`` lines. Only the
+Every run hands its work to an executor — the same object protocol for all of them, so the
+runner has one path (docs/architecture.md):
+
+* ``local`` (:class:`evalharness.local_executor.LocalExecutor`, the default): this process —
+  the system in abandonable threads, batches evaluated in worker threads as the answers come
+  (:mod:`evalharness.execution`);
+* ``ray`` (:mod:`evalharness.ray_executor`, ``pip install -e '.[ray]'``; docs/scale.md): a
+  Ray cluster;
+* any executor a plugin registers (hook ``register_executors``: Dask, a batch scheduler).
+
+An executor has ``run(spec, work, emit, stopped) -> bool`` (called in a thread of its own) or
+``async arun(spec, work, emit, stopped) -> bool`` (awaited in the driver's event loop: the
+local one), and ``close()``; :func:`execute` calls whichever it has. It gets the :class:`Work`
+still to do — the run's cases, then, in a second call, the oracle reruns of the failed ones —
+and a :class:`WorkerSpec`, what a worker needs to load the same scenario itself (its path,
+extra plugins, the judge settings after the command line's overrides, the run folder); in the
+driver's own process the spec is :func:`attach`-ed to the driver's loaded scenario, system
+and judge, so an in-process executor loads nothing again. It hands back, as groups finish,
+their results as ``results.jsonl`` lines (``emit(group, lines)``), each made by
+:func:`results_of`: the metrics (:mod:`evalharness.evaluate`), then the verdicts and the
+attribution (:mod:`evalharness.verdicts`) — the one place a run's results get them. Only the
 driver writes the run folder (it holds the run lock), so a result is written once however
 often a worker was retried, and ``--resume`` reruns exactly the cases without a line. When
 the machinery fails (a worker, raylet, node or the whole cluster dies) the executor raises
@@ -20,112 +34,42 @@ the same group whatever the order or number of the other cases.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import hashlib
+import inspect
 import json
 import zlib
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalharness.errors import InfrastructureError, RunError
 from evalharness.judge.base import Embeddings, Judge, JudgeConfig, Judgment
-from evalharness.models import Case, Trace
+from evalharness.models import Case, CaseResult, Trace
+from evalharness.work import (  # noqa: F401 - the protocol's data, re-exported
+    GROUP_SIZE,
+    Emit,
+    Work,
+    WorkerSpec,
+    _digests,
+    group_of,
+    groups_of,
+    work_groups,
+)
 
-GROUP_SIZE = 16
-"""Cases per task, on average: enough to pay a task's overhead, few enough to spread."""
-
-
-@dataclass(frozen=True)
-class Work:
-    """One thing a worker runs: a case of the run, or — with ``oracle`` — an oracle rerun of
-    a failed case, the system called with ``overrides`` (docs/bottleneck.md, "Oracle
-    headroom") and only the evaluators the verdicts read."""
-
-    case_id: str
-    oracle: str | None = None
-    overrides: dict[str, Any] | None = None
-
-    @property
-    def key(self) -> str:
-        """Unique among a run's work: the case id, or ``oracle/case id`` for a rerun."""
-        return self.case_id if self.oracle is None else f"{self.oracle}/{self.case_id}"
+# -- the protocol ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class WorkerSpec:
-    """What a worker needs to load the driver's scenario on its own."""
-
-    path: str
-    plugins: tuple[str, ...]
-    judge: dict[str, Any]
-    out_dir: str
-    inputs: tuple[str, ...]
-    """The digests of every input file (the scenario, its data, the system's code), sorted:
-    a worker that sees other files refuses to run."""
-    concurrency: int
-    database: str | None = None
-    """The SQLite file the driver built or opened: workers read it, never build their own
-    (several workers building one file at once would corrupt it)."""
-    shared_judge: bool = False
-    """Whether the workers send their judge requests to one judge for the whole run (an LLM
-    judge: one cache, one single flight, one concurrency, one set of per-minute limits and one
-    cost ceiling) instead of judging on their own (the offline heuristic, CPU-bound, which is
-    what the workers are for)."""
-    spent: float = 0.0
-    """What the run's judge had spent when the workers started (a resumed run's earlier
-    part): the judge service counts it against ``max_cost``."""
-    judge_service: str | None = None
-    """The id of that judge's :class:`JudgeService`, set by the executor that started it: a
-    worker loads the scenario again for another service (another run)."""
-
-    @classmethod
-    def of(cls, scenario, out_dir: Path, concurrency: int | None,
-           database: Path | None = None, shared_judge: bool = False,
-           spent: float = 0.0) -> WorkerSpec:
-        extra = [str(p) for p in scenario.plugin_files[len(scenario.spec.plugins):]]
-        return cls(str(Path(scenario.path).resolve()), tuple(extra),
-                   scenario.spec.judge.model_dump(mode="json"), str(Path(out_dir).resolve()),
-                   _digests(scenario), concurrency or scenario.spec.concurrency,
-                   str(Path(database).resolve()) if database is not None else None,
-                   shared_judge, spent)
-
-    def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-
-def _digests(scenario) -> tuple[str, ...]:
-    # the values only: the keys are paths as given, relative to the driver's directory
-    return tuple(sorted(str(v) for v in scenario.input_digests.values()))
-
-
-def group_of(case_id: str, groups: int) -> int:
-    """The group of a case: a stable hash of its id (not Python's salted ``hash``).
-
-    >>> group_of("q001", 4) == group_of("q001", 4), 0 <= group_of("q001", 4) < 4
-    (True, True)
-    """
-    digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:8], "little") % groups
-
-
-def groups_of(items: Sequence[Case | Work], size: int = GROUP_SIZE) -> list[list[str]]:
-    """The keys of ``items`` (a case's id, a :class:`Work`'s key) in groups of about
-    ``size``, by :func:`group_of`; empty groups dropped, keys in the items' order within a
-    group."""
-    n = max(1, -(-len(items) // size))
-    out: list[list[str]] = [[] for _ in range(n)]
-    for item in items:
-        key = item.id if isinstance(item, Case) else item.key
-        out[group_of(key, n)].append(key)
-    return [g for g in out if g]
-
-
-def work_groups(work: Sequence[Work], size: int = GROUP_SIZE) -> list[list[Work]]:
-    """``work`` in the groups of :func:`groups_of`, as :class:`Work` items."""
-    by_key = {w.key: w for w in work}
-    return [[by_key[k] for k in keys] for keys in groups_of(work, size)]
+async def execute(executor: Any, spec: WorkerSpec, work: Sequence[Work], emit: Emit,
+                  stopped: Callable[[], bool]) -> bool:
+    """Have ``executor`` do ``work``: ``await arun(...)`` when it has one (it works in this
+    event loop), else ``run(...)`` in a thread of its own. Returns whether it stopped early
+    (``stopped()`` became true)."""
+    arun = getattr(executor, "arun", None)
+    if arun is not None and inspect.iscoroutinefunction(arun):
+        return bool(await arun(spec, list(work), emit, stopped))
+    return bool(await asyncio.to_thread(executor.run, spec, list(work), emit, stopped))
 
 
 # -- the worker's side ---------------------------------------------------------------------------
@@ -136,10 +80,45 @@ _STATES: dict[str, Any] = {}
 
 @dataclass
 class _State:
+    """A scenario loaded for running: its system, its context (judge, database, corpus), its
+    cases by id, its verdict criteria (computed once) and the warnings already given."""
+
     scenario: Any
     func: Any
     context: Any
     by_id: dict[str, Case]
+    criteria: Any = None
+    warned: set[str] = dataclasses.field(default_factory=set)
+
+    @classmethod
+    def of(cls, scenario: Any, func: Any, context: Any) -> _State:
+        from evalharness.verdicts import criteria_for
+
+        return cls(scenario, func, context, {c.id: c for c in scenario.cases},
+                   criteria_for(scenario))
+
+
+_ATTACHED: dict[str, _State] = {}
+"""The driver's own loaded state of each spec it runs (see :func:`attach`)."""
+
+
+@contextlib.contextmanager
+def attach(spec: WorkerSpec, scenario: Any, func: Any, context: Any) -> Iterator[_State]:
+    """While the block lasts, ``spec`` means the driver's loaded ``scenario``, system and
+    context in this process: an executor working here (the local one, or a plugin's
+    in-process executor calling :func:`run_group`) uses them instead of loading the scenario
+    again. Workers in other processes load their own."""
+    key = spec.key()
+    state = _ATTACHED[key] = _State.of(scenario, func, context)
+    try:
+        yield state
+    finally:
+        _ATTACHED.pop(key, None)
+
+
+def attached(spec: WorkerSpec) -> _State | None:
+    """The driver's state :func:`attach`-ed to ``spec``, if this process is the driver."""
+    return _ATTACHED.get(spec.key())
 
 
 def _load(spec: WorkerSpec):
@@ -167,6 +146,8 @@ def _state(spec: WorkerSpec, judge: Any = None) -> _State:
     spec and judge service). ``judge``: the run's :class:`JudgeService`, when the workers
     share one."""
     key = spec.key()
+    if key in _ATTACHED:
+        return _ATTACHED[key]
     if key not in _STATES:
         from evalharness.prepare import load_system, prepare_context
 
@@ -183,7 +164,7 @@ def _state(spec: WorkerSpec, judge: Any = None) -> _State:
         context = prepare_context(scenario, Path(spec.out_dir), shared)
         while len(_STATES) >= MAX_STATES:
             _STATES.pop(next(iter(_STATES))).context.judge.close()
-        _STATES[key] = _State(scenario, func, context, {c.id: c for c in scenario.cases})
+        _STATES[key] = _State.of(scenario, func, context)
     return _STATES[key]
 
 
@@ -194,37 +175,60 @@ def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) 
     executor's guarantees hold inside it (the system under its time limit, in abandonable
     threads; ``sys.exit()`` a case's error). ``judge``: the run's :class:`JudgeService` (a
     Ray actor) when the workers share one judge."""
-    from evalharness.evaluate import evaluate_batch
     from evalharness.prepare import PARAMETER
-    from evalharness.verdicts import criteria_for
 
     state = _state(spec, judge)
     items = [w if isinstance(w, Work) else Work(w) for w in group]
-    missing = [w.case_id for w in items if w.case_id not in state.by_id]
-    if missing:
-        raise RunError(f"{spec.path}: no case {missing[0]!r} in the scenario on this worker")
-    cases = [state.by_id[w.case_id] for w in items]
+    cases = cases_of(state, items, spec.path)
     if state.func is None:
-        none = "no recorded trace for this case in the traces file"
-        traces = [state.scenario.traces.get(c.id) or Trace(case_id=c.id, error=none)
-                  for c in cases]
+        traces = [recorded(state, case) for case in cases]
     else:
         options = state.scenario.system.options
         calls = [(n, case, {**options, PARAMETER: w.overrides} if w.oracle else options)
                  for n, (w, case) in enumerate(zip(items, cases, strict=True))]
         traces = asyncio.run(_answer(state, calls, spec.concurrency))
-    # an oracle rerun needs only what the verdicts read (as in a local run)
-    only = criteria_for(state.scenario).needed() if any(w.oracle for w in items) else None
-    results = evaluate_batch(state.scenario, state.context, list(zip(cases, traces,
-                                                                      strict=True)),
-                             warned=set(), only=only)
+    results = results_of(state, items, cases, traces, warned=set())
     lost = getattr(state.context.judge, "lost", None)
     if lost is not None:  # not the judgments' fault: the group fails, --resume reruns it
         _STATES.pop(spec.key(), None)
         raise InfrastructureError(lost)
+    return [result.to_line() for result in results]
+
+
+def cases_of(state: _State, items: Sequence[Work], path: str) -> list[Case]:
+    """The cases of ``items`` (a :class:`~evalharness.errors.RunError` for an unknown id)."""
+    missing = [w.case_id for w in items if w.case_id not in state.by_id]
+    if missing:
+        raise RunError(f"{path}: no case {missing[0]!r} in the scenario on this worker")
+    return [state.by_id[w.case_id] for w in items]
+
+
+NO_TRACE = "no recorded trace for this case in the traces file"
+
+
+def recorded(state: _State, case: Case) -> Trace:
+    """The recorded trace of ``case`` (a scenario without a system), or an error trace."""
+    return state.scenario.traces.get(case.id) or Trace(case_id=case.id, error=NO_TRACE)
+
+
+def results_of(state: _State, items: Sequence[Work], cases: Sequence[Case],
+               traces: Sequence[Trace], *, warned: set[str]) -> list[CaseResult]:
+    """The results of finished work, as every executor makes them: the metrics
+    (:func:`~evalharness.evaluate.evaluate_batch`; for oracle reruns only those the verdicts
+    read, the rest would cost judge requests for nothing), then each case's verdicts and
+    attribution (:func:`~evalharness.verdicts.apply`, with the criteria computed once per
+    run) — the one place a run's results get them — and how recorded spans were mapped,
+    where it was not plain."""
+    from evalharness import verdicts
+    from evalharness.evaluate import evaluate_batch
+
+    only = state.criteria.needed() if any(w.oracle for w in items) else None
+    results = evaluate_batch(state.scenario, state.context,
+                             list(zip(cases, traces, strict=True)), warned=warned, only=only)
+    verdicts.apply(None, results, state.criteria)
     for result in results:
         result.warnings.extend(state.scenario.trace_notes.get(result.case.id, ()))
-    return [result.to_line() for result in results]
+    return results
 
 
 def packed(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) -> bytes:

@@ -410,14 +410,11 @@ def _metric_failed(result: CaseResult) -> bool:
 
 
 def _is_failure(result: CaseResult, metric_failed: bool) -> bool:
-    """Whether the case fails (``metric_failed``: :func:`_metric_failed` of it)."""
-    if result.trace.error:
-        return True
-    if result.end_to_end is not None and result.end_to_end.status in ("fail", "error"):
-        return True
-    if any(v.status in ("fail", "error") for v in result.verdicts.values()):
-        return True
-    return metric_failed
+    """Whether the list shows the case among the failures: it failed
+    (:attr:`CaseResult.failed`), or a component's verdict fails or errs though the case
+    passes, or a metric is an error (``metric_failed``: :func:`_metric_failed` of it)."""
+    return (result.failed or metric_failed
+            or any(v.status in ("fail", "error") for v in result.verdicts.values()))
 
 
 def _causes(result: CaseResult) -> list[str]:

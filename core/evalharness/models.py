@@ -378,6 +378,37 @@ class CaseResult(_Model):
     """What was changed to record this case: text that is not valid Unicode replaced, evidence
     (``details``) cut to the size cap, values that are not JSON written as text."""
 
+    @property
+    def outcome(self) -> Literal["pass", "fail", "error"] | None:
+        """How the case came out: its end-to-end verdict when it has one; without one,
+        ``error`` when the system failed, else the worst of its component verdicts (``fail``,
+        then ``error``, then ``pass``); ``None`` when nothing judged it. The one definition
+        behind "a failed case" (:attr:`failed`).
+
+        >>> r = CaseResult(case=Case(id="c", question="q"), trace=Trace(case_id="c"),
+        ...                verdicts={"retriever": Verdict(status="fail")},
+        ...                end_to_end=Verdict(status="pass"))
+        >>> r.outcome, r.model_copy(update={"end_to_end": None}).outcome
+        ('pass', 'fail')
+        """
+        if self.end_to_end is not None:
+            return self.end_to_end.status  # type: ignore[return-value]
+        if self.trace.error:
+            return "error"
+        statuses = {v.status for v in self.verdicts.values()}
+        for status in ("fail", "error", "pass"):
+            if status in statuses:
+                return status  # type: ignore[return-value]
+        return None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the case failed: its :attr:`outcome` is ``fail`` or ``error``. What
+        ``--rerun-failed`` reruns, ``RunFolder.failed`` lists, the report page lists first;
+        the oracle reruns take those whose end-to-end verdict is ``fail`` (an error of
+        measurement is nothing an oracle could fix)."""
+        return self.outcome in ("fail", "error")
+
     def judgment_records(self) -> list[dict[str, Any]]:
         """The judge's records stored with this case's metric values (each judgment and
         embedding request behind them), every component's, in order."""

@@ -24,34 +24,25 @@ case, flushed as they finish), so an interrupted run resumes them too.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalharness.context import EvalContext
 from evalharness.errors import NoOracle
-from evalharness.evaluate import evaluate_batch
-from evalharness.execution import (
-    STOP,
-    StopSignal,
-    append_lines,
-    batches_in_flight,
-    call_system,
-    evaluate_stream,
-)
 from evalharness.judge.base import judge_usage
 from evalharness.models import Bottleneck, Case, CaseResult, HeadroomRecord, HeadroomRow, Trace
 from evalharness.prepare import PARAMETER as PARAMETER  # re-exported: its home was here
+from evalharness.results import append_lines
 from evalharness.sampling import stratified
 from evalharness.scenario import Scenario
 from evalharness.stats import bootstrap_ci, seed_for
-from evalharness.verdicts import criteria_for
+from evalharness.work import Emit, Work
 
 HEADROOM = "headroom.jsonl"
 
@@ -78,8 +69,9 @@ def sample_failed(results: Iterable[CaseResult], limit: int
     >>> len(sample_failed(rs, 2)[0]), sample_failed(rs, 2)[1]
     (2, 5)
     """
+    # failed end to end (an error of measurement is nothing an oracle could fix)
     failed = [(i, r.case) for i, r in enumerate(results)
-              if r.end_to_end is not None and r.end_to_end.status == "fail"]
+              if r.end_to_end is not None and r.outcome == "fail"]
     chosen = stratified(failed, limit, seed_for("headroom-sample"), key=lambda item: item[1])
     return [i for i, _ in chosen], len(failed)
 
@@ -270,18 +262,21 @@ def read_records(path: Path) -> list[HeadroomRecord]:
     return out
 
 
-async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[..., Any],
-                       results: Sequence[CaseResult], out_dir: Path, *,
-                       concurrency: int, progress: Any, limit: int = MAX_CASES,
-                       stop: StopSignal | None = None, executor: Any = None,
-                       spec: Any = None
+Rerun = Callable[[list[Work], Emit], Awaitable[bool]]
+"""``rerun(work, emit)``: the run's executor doing the reruns (:func:`evalharness.executors.
+execute`); ``emit(group, lines)`` gets each group's ``results.jsonl`` lines; returns whether a
+stop was requested."""
+
+
+async def run_headroom(scenario: Scenario, context: EvalContext,
+                       results: Sequence[CaseResult], out_dir: Path, *, rerun: Rerun,
+                       progress: Any, limit: int = MAX_CASES
                        ) -> tuple[list[tuple[str, tuple[str, ...]]], list[HeadroomRecord]]:
     """Rerun the failed cases under each oracle (skipping reruns ``headroom.jsonl`` already
-    holds); return the oracles and every record. The system is called and the reruns are
-    evaluated exactly as in the run (:mod:`evalharness.execution`): the same time limit,
-    batches of ``batch_size`` (or whatever arrived after a quiet second), the same stop
-    signal — or, with an ``executor`` (and its workers' ``spec``), spread over its workers
-    as the run's cases were."""
+    holds); return the oracles and every record. The reruns are the run's machinery's work
+    (``rerun``: the same executor, the system under the same time limit, evaluated the same
+    way, the same stop signal), one :class:`~evalharness.executors.Work` per rerun with the
+    oracle's ``overrides``; this module plans them and makes each result a record."""
     path = out_dir / HEADROOM
     done = {(r.oracle, r.case_id): r for r in read_records(path)}
     oracles, jobs, skipped = plan(scenario, context, results, limit)
@@ -294,84 +289,30 @@ async def run_headroom(scenario: Scenario, context: EvalContext, func: Callable[
         sink.flush()
         if not pending:
             return oracles, records
-        progress.start(len(jobs), len(jobs) - len(pending), label="oracle reruns")
-        if executor is not None:
-            try:
-                stopped = await _reruns_elsewhere(executor, spec, scenario, context, pending,
-                                                  sink, records, progress, stop)
-            finally:
-                progress.stop()
-            if stopped:
-                raise asyncio.CancelledError
-            return oracles, records
-        queue: asyncio.Queue = asyncio.Queue()
-        if stop is not None:
-            stop.on_request(lambda: queue.put_nowait(STOP))
-        options = scenario.system.options if scenario.system is not None else {}
-        calls = [(n, j.case, {**options, PARAMETER: j.overrides})
-                 for n, j in enumerate(pending)]
-        timeout_s = scenario.system.timeout_s if scenario.system is not None else None
+        by_key: dict[str, Job] = {}
+        work = []
+        for job in pending:
+            item = Work(job.case.id, oracle=job.oracle, overrides=job.overrides)
+            by_key[item.key] = job
+            work.append(item)
 
-        needed = criteria_for(scenario).needed()
-
-        def evaluate(buffer: list) -> list[HeadroomRecord]:
-            # only the evaluators the verdicts read: the rest would cost judge requests for
-            # nothing
-            evaluated = evaluate_batch(scenario, context,
-                                       [(case, trace) for _, case, trace in buffer],
-                                       warned=set(), only=needed)
-            return [record_of(pending[n], result, trace)
-                    for (n, _, trace), result in zip(buffer, evaluated, strict=True)]
-
-        def write(buffer: list, new: list[HeadroomRecord]) -> None:
+        def emit(group: list, lines: list[str]) -> None:
+            new = []
+            for item, line in zip(group, lines, strict=True):
+                result = CaseResult.model_validate_json(line)
+                new.append(record_of(by_key[item.key], result, result.trace))
             append_lines(sink, (r.model_dump_json() for r in new))
             records.extend(new)
-            progress.advance(len(buffer))
+            progress.advance(len(new))
 
-        producer = asyncio.create_task(
-            call_system(func, calls, concurrency, queue, timeout_s=timeout_s))
+        progress.start(len(jobs), len(jobs) - len(pending), label="oracle reruns")
         try:
-            stopped = await evaluate_stream(
-                queue, evaluate=evaluate, write=write, batch_size=scenario.spec.batch_size,
-                flush_seconds=1.0, drain_on_stop=True,
-                in_flight=batches_in_flight(context.judge, scenario.spec.batch_size))
+            stopped = await rerun(work, emit)
         finally:
-            if not producer.done():
-                producer.cancel()
-                with contextlib.suppress(BaseException):
-                    await producer
             progress.stop()
         if stopped:
             raise asyncio.CancelledError
     return oracles, records
-
-
-async def _reruns_elsewhere(executor: Any, spec: Any, scenario: Scenario,
-                            context: EvalContext, pending: list[Job], sink,
-                            records: list[HeadroomRecord], progress: Any,
-                            stop: StopSignal | None) -> bool:
-    """The reruns on the executor's workers, one :class:`~evalharness.executors.Work` per
-    job; each group's records written as it arrives. Returns whether a stop was requested."""
-    from evalharness.executors import Work
-
-    jobs = {}
-    work = []
-    for job in pending:
-        item = Work(job.case.id, oracle=job.oracle, overrides=job.overrides)
-        jobs[item.key] = job
-        work.append(item)
-
-    def emit(group: list, lines: list[str]) -> None:
-        new = []
-        for item, line in zip(group, lines, strict=True):
-            result = CaseResult.model_validate_json(line)
-            new.append(record_of(jobs[item.key], result, result.trace))
-        append_lines(sink, (r.model_dump_json() for r in new))
-        records.extend(new)
-        progress.advance(len(new))
-
-    return await asyncio.to_thread(executor.run, spec, work, emit,
-                                   lambda: stop is not None and stop.requested)
 
 
 def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Sequence[str]]],

@@ -178,8 +178,8 @@ class JudgeBackend:
 @dataclass(frozen=True)
 class Executor:
     """Where a run's cases execute: ``factory(address)`` returns the executor (an object with
-    ``run(spec, work, emit, stopped)`` and ``close()``, see
-    :mod:`evalharness.executors`), or ``None`` for the built-in in-process path."""
+    ``run(spec, work, emit, stopped)`` or ``async arun(...)``, and ``close()``, see
+    :mod:`evalharness.executors`); ``None`` means the local one (this process)."""
 
     name: str
     factory: Callable[[str | None], Any]

@@ -141,11 +141,12 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
     for plugin in sorted(host.plugins):
         report.sections.extend(_sections_of(host, plugin, report, results))
     if scenario.labels or scenario.agreement_gates:
-        _add_agreement(scenario, outcome, report, results)
+        _add_agreement(scenario, outcome, report, results, criteria)
     return report
 
 
-def _add_agreement(scenario: Scenario, outcome: RunOutcome, report: Report, results) -> None:
+def _add_agreement(scenario: Scenario, outcome: RunOutcome, report: Report, results,
+                   criteria: verdicts.Criteria) -> None:
     """The scenario's ``labels:`` (and the run folder's own review labels) against this run:
     report.agreement, its section, and the ``agreement.`` gates."""
     run = RunFolder(path=Path(outcome.out_dir), report=report, results=results)
@@ -156,7 +157,7 @@ def _add_agreement(scenario: Scenario, outcome: RunOutcome, report: Report, resu
         given += review_labels.read(path, said)
     report.warnings.extend(said)
     agreement = agreement_of(review, review_labels.latest(given),
-                        criteria=verdicts.criteria_for(scenario))
+                        criteria=criteria)
     attach(report, agreement)
     report.gates.extend(gate_results(scenario.agreement_gates, agreement))
 

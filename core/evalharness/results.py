@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -308,3 +309,11 @@ class _Strings:
             one = self._seen.setdefault
             return [one(v, v) if type(v) is str else self._any(v) for v in value]
         return value
+
+
+def append_lines(sink, lines: Iterable[str]) -> None:
+    """Append ``lines`` (each without its newline) to the open file ``sink`` and make them
+    durable before returning: what a run has written survives a kill."""
+    sink.write("".join(line + "\n" for line in lines))
+    sink.flush()
+    os.fsync(sink.fileno())

@@ -45,9 +45,7 @@ class RunFolder:
     @property
     def failed(self) -> list[str]:
         """Ids of the cases that failed end to end (what ``--rerun-failed`` reruns)."""
-        from evalharness.sampling import failed
-
-        return [r.case.id for r in self.results if failed(r)]
+        return [r.case.id for r in self.results if r.failed]
 
 
 RUN_HELP = ("give the --out folder of an `evalharness scenario` run (it holds results.jsonl "

@@ -1,4 +1,10 @@
-"""The runner: obtain a trace per case, evaluate finished cases in batches, stream results.
+"""The runner: hand a run's cases to its executor, stream their results, then the oracle reruns.
+
+Every run goes one way: the cases still to run go to an executor (:mod:`evalharness.executors`:
+the local one in this process by default, Ray's, a plugin's — one protocol), which hands back
+each case's result, metrics then verdicts, as ``results.jsonl`` lines; the runner writes them.
+After the run, the failed cases' oracle reruns (:mod:`evalharness.oracle` plans them and reads
+their records) go to the same executor.
 
 ``results.jsonl`` gets one complete line per case as soon as the case is evaluated, so an
 interrupted run leaves a valid file and ``--resume`` continues it without losing or repeating a
@@ -27,27 +33,21 @@ from evalharness.errors import (
     InfrastructureError,
     RunError,
 )
-from evalharness.evaluate import evaluate_batch
-from evalharness.execution import (
-    END,
-    STOP,
-    StopSignal,
-    append_lines,
-    batches_in_flight,
-    call_system,
-    evaluate_stream,
-)
+from evalharness.execution import StopSignal
+from evalharness.executors import attach, execute
+from evalharness.local_executor import LocalExecutor
 from evalharness.lock import RunLock
-from evalharness.models import CaseResult, HeadroomRecord, Trace
+from evalharness.models import CaseResult, HeadroomRecord
 from evalharness.prepare import (  # re-exported: their home was here
     check_resources as check_resources,
 )
 from evalharness.prepare import load_system as load_system
 from evalharness.prepare import make_judge as make_judge
 from evalharness.prepare import prepare_context as prepare_context
-from evalharness.results import Results
+from evalharness.results import Results, append_lines
 from evalharness.results import read_results as read_results  # for small uses, e.g. tests
 from evalharness.scenario import Scenario
+from evalharness.work import Emit, Work, WorkerSpec
 
 RESULTS = "results.jsonl"
 MANIFEST = "run.json"
@@ -132,8 +132,9 @@ async def run(
     ``overrides``, rerun the failed cases under each component's oracle
     (:mod:`evalharness.oracle`).
 
-    ``executor``: where the cases run when not in this process (an executor of
-    :mod:`evalharness.executors`, e.g. Ray's); the results are written here either way."""
+    ``executor``: where the cases run (an executor of :mod:`evalharness.executors`, e.g.
+    Ray's); ``None``: this process (:class:`~evalharness.local_executor.LocalExecutor`).
+    The results are written here either way."""
     with fewer_collections():
         return await _run(scenario, out_dir, concurrency=concurrency, resume=resume,
                           progress=progress, flush_seconds=flush_seconds, headroom=headroom,
@@ -206,65 +207,32 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
     pending = [c for c in scenario.cases if c.id not in done]
     progress.start(len(scenario.cases), len(done))
     t0 = time.perf_counter()
-    warned: set[str] = set()
-    timeout_s = scenario.system.timeout_s if scenario.system is not None else None
     hint = (f"; continue with: evalharness scenario {scenario.path} --out {out_dir} "
             "--resume" + (" and the same case-choosing options" if scenario.selection else ""))
+    executor = executor if executor is not None else LocalExecutor(flush_seconds=flush_seconds)
+    spec = worker_spec(scenario, context, out_dir, concurrency)
+    with attach(spec, scenario, func, context), \
+            open(results_path, "a", encoding="utf-8") as sink, StopSignal(hint) as stop:
 
-    queue: asyncio.Queue = asyncio.Queue()
-    with open(results_path, "a", encoding="utf-8") as sink, StopSignal(hint) as stop:
+        def stopped() -> bool:
+            return stop.requested
 
-        def evaluate(batch: list) -> list[CaseResult]:
-            results = evaluate_batch(scenario, context, [item[1:] for item in batch],
-                                     warned=warned)
-            for result in results:  # how recorded spans were mapped, where it was not plain
-                result.warnings.extend(scenario.trace_notes.get(result.case.id, ()))
-            return results
+        def emit(group: list, lines: list[str]) -> None:
+            append_lines(sink, lines)
+            progress.advance(len(lines))
 
-        def write(batch: list, results: list[CaseResult]) -> None:
-            append_lines(sink, (result.to_line() for result in results))
-            progress.advance(len(batch))
-
-        stop.on_request(lambda: queue.put_nowait(STOP))
-        producer = None
-        if executor is not None:
-            pass  # the executor's workers answer and evaluate the cases (below)
-        elif func is None:
-            missing = "no recorded trace for this case in the traces file"
-            for case in pending:
-                trace = scenario.traces.get(case.id) or Trace(case_id=case.id, error=missing)
-                queue.put_nowait((None, case, trace))
-            queue.put_nowait(END)
-        else:
-            producer = asyncio.create_task(call_system(
-                func, [(None, case, scenario.system.options) for case in pending],
-                concurrency or scenario.spec.concurrency, queue, timeout_s=timeout_s))
         infrastructure: list[str] = []
         try:
-            if executor is not None:
-                try:
-                    interrupted = await _elsewhere(executor, scenario, context, out_dir,
-                                                   pending, concurrency, sink, progress, stop)
-                except InfrastructureError as exc:  # what completed is written; the report
-                    interrupted = False             # says what did not, --resume runs it
-                    infrastructure.append(str(exc))
-            else:
-                interrupted = await evaluate_stream(
-                    queue, evaluate=evaluate, write=write,
-                    batch_size=scenario.spec.batch_size, flush_seconds=flush_seconds,
-                    drain_on_stop=func is not None,
-                    in_flight=batches_in_flight(context.judge, scenario.spec.batch_size))
+            interrupted = await execute(executor, spec, [Work(c.id) for c in pending], emit,
+                                        stopped)
+        except InfrastructureError as exc:  # what completed is written; the report says
+            interrupted = False             # what did not, --resume runs it
+            infrastructure.append(str(exc))
         except asyncio.CancelledError:
             interrupted = True
         finally:
-            if producer is not None and not producer.done():
-                producer.cancel()
-                with contextlib.suppress(BaseException):
-                    await producer
             progress.stop()
-        if producer is not None and producer.done() and not producer.cancelled() \
-                and producer.exception() is not None:
-            raise producer.exception()
+        _service_warnings(executor)
 
         # never every result in memory: a view reads each from its line when asked
         results = Results.open(results_path, order=order, warnings=warnings)
@@ -276,14 +244,15 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
         outcome.headroom_note = _no_headroom(scenario, func, headroom, interrupted,
                                              infrastructure)
         if outcome.headroom_note is None:
+
+            async def rerun(work: list, emit: Emit) -> bool:
+                """The oracle reruns, by the same executor as the run's cases."""
+                return await execute(executor, spec, work, emit, stopped)
+
             try:
                 outcome.oracles, outcome.headroom = await oracle.run_headroom(
-                    scenario, context, func, results, out_dir,
-                    concurrency=concurrency or scenario.spec.concurrency, progress=progress,
-                    limit=oracle.limit_of(scenario.system.headroom), stop=stop,
-                    executor=executor, spec=(worker_spec(scenario, context, out_dir,
-                                                         concurrency)
-                                             if executor is not None else None))
+                    scenario, context, results, out_dir, rerun=rerun, progress=progress,
+                    limit=oracle.limit_of(scenario.system.headroom))
             except asyncio.CancelledError:
                 outcome.interrupted = True
             except InfrastructureError as exc:  # the run's results stand; the reruns did not
@@ -321,10 +290,8 @@ def _count_earlier_spending(judge: Any, previous: Results) -> None:
 
 
 def worker_spec(scenario: Scenario, context: EvalContext, out_dir: Path,
-                concurrency: int | None):
-    """What another executor's workers need to load this run's scenario themselves."""
-    from evalharness.executors import WorkerSpec
-
+                concurrency: int | None) -> WorkerSpec:
+    """What an executor's workers need to load this run's scenario themselves."""
     database = context.database.path if context.database is not None else None
     limits = getattr(context.judge, "limits", None)
     return WorkerSpec.of(scenario, out_dir, concurrency, database if database and
@@ -333,25 +300,11 @@ def worker_spec(scenario: Scenario, context: EvalContext, out_dir: Path,
                          spent=limits.spent if limits is not None else 0.0)
 
 
-async def _elsewhere(executor: Any, scenario: Scenario, context: EvalContext, out_dir: Path,
-                     pending: list, concurrency: int | None, sink, progress: Progress,
-                     stop) -> bool:
-    """The pending cases on another executor (:mod:`evalharness.executors`): each group's
-    result lines written here as they arrive, the progress bar counting cases across the
-    cluster. Returns whether a stop was requested."""
-    from evalharness.executors import Work
-
-    def emit(work: list, lines: list[str]) -> None:
-        append_lines(sink, lines)
-        progress.advance(len(lines))
-
-    spec = worker_spec(scenario, context, out_dir, concurrency)
-    stopped = await asyncio.to_thread(executor.run, spec, [Work(c.id) for c in pending],
-                                      emit, lambda: stop.requested)
+def _service_warnings(executor: Any) -> None:
+    """What a cluster's judge noticed (its cache, its limits), once its work is done."""
     summary = getattr(executor, "service_summary", None) or {}
-    for warning in summary.get("warnings", []):  # the cluster's judge (its cache, its limits)
+    for warning in summary.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
-    return stopped
 
 
 def _selection_of(scenario: Scenario) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from evalharness.errors import EvalHarnessError
-from evalharness.models import Case, CaseResult
+from evalharness.models import Case
 
 T = TypeVar("T")
 
@@ -242,9 +242,10 @@ def parse_filter(expr: str) -> Callable[[Case], bool]:
 
 
 def failed_ids(run: Path) -> set[str]:
-    """The ids of the cases that failed end to end in the run folder ``run``: an end-to-end
-    verdict ``fail`` or ``error``; for a case without one, a component verdict ``fail`` or
-    ``error``, or a system failure."""
+    """The ids of the cases that failed in the run folder ``run``
+    (:attr:`~evalharness.models.CaseResult.failed`: an end-to-end verdict ``fail`` or
+    ``error``; for a case without one, a component verdict ``fail`` or ``error``, or a system
+    failure)."""
     from evalharness.results import Results
 
     path = Path(run) / "results.jsonl"
@@ -255,17 +256,7 @@ def failed_ids(run: Path) -> set[str]:
         results = Results.open(path)
     except EvalHarnessError as exc:
         raise SelectionError(f"--rerun-failed {run}: {exc}") from None
-    return {r.case.id for r in results if failed(r)}
-
-
-def failed(result: CaseResult) -> bool:
-    """Whether a case failed end to end (see :func:`failed_ids`)."""
-    bad = ("fail", "error")
-    if result.end_to_end is not None:
-        return result.end_to_end.status in bad
-    if result.trace.error:
-        return True
-    return any(v.status in bad for v in result.verdicts.values())
+    return {r.case.id for r in results if r.failed}
 
 
 def _rank(seed: int, case_id: str) -> bytes:
