@@ -25,8 +25,9 @@ def server():
 
 
 def judge_for(server, tmp_path, **kw) -> OpenAIJudge:
-    config = JudgeConfig(backend="openai", model="judge-1", base_url=server.base_url,
-                         cache=str(tmp_path / "cache.sqlite"), **kw)
+    config = JudgeConfig(**{"backend": "openai", "model": "judge-1",
+                            "base_url": server.base_url,
+                            "cache": str(tmp_path / "cache.sqlite"), **kw})
     return OpenAIJudge(config)
 
 
@@ -518,3 +519,85 @@ def test_stats_over_http(server):
     with urllib.request.urlopen(f"{server.base_url}/stats") as response:
         stats = json.load(response)
     assert stats["first_request_at"] is None and stats["counts"] == {}
+
+
+# -- what an endpoint accepts: structured outputs, JSON mode, or JSON asked for in the prompt --
+
+
+def test_a_500_to_structured_outputs_falls_back_to_json_mode(server, tmp_path):
+    """llama-cpp-python's server answers response_format json_schema with HTTP 500: once
+    again (it may be a passing failure), then JSON mode — which works — for good."""
+    server.structured, server.schema_refusal = False, 500
+    judge = judge_for(server, tmp_path, cache_mode="off", max_retries=4)
+    (first,) = judge.run_many(CLAIMS, [INPUT])
+    (second,) = judge.run_many(CLAIMS, [INPUT.model_copy(update={"answer": "Hi there."})])
+    judge.close()
+    assert first.error is None and first.output == heuristic_answer(CLAIMS, INPUT)
+    assert first.requests == 3  # json_schema, json_schema again, json_object
+    assert second.error is None and second.requests == 1
+    assert server.formats == {"json_schema": 2, "json_object": 2}
+    assert any("json_object" in w and "HTTP 500" in w for w in judge.warnings), judge.warnings
+
+
+def test_prompted_json_when_json_mode_is_refused_too(server, tmp_path):
+    server.structured, server.json_mode = False, False
+    judge = judge_for(server, tmp_path, cache_mode="off")
+    (first,) = judge.run_many(CLAIMS, [INPUT])
+    (second,) = judge.run_many(CLAIMS, [INPUT.model_copy(update={"answer": "Hi there."})])
+    judge.close()
+    assert first.error is None and first.output == heuristic_answer(CLAIMS, INPUT)
+    assert second.requests == 1
+    assert server.formats == {"json_schema": 1, "json_object": 1, "none": 2}
+
+
+def test_a_passing_500_does_not_give_up_structured_outputs(server, tmp_path):
+    server.fail_500 = 1
+    judge = judge_for(server, tmp_path, cache_mode="off")
+    (j,) = judge.run_many(CLAIMS, [INPUT])
+    judge.close()
+    assert j.error is None and j.requests == 2
+    assert server.formats == {"json_schema": 1}  # the 500 came before the format was read
+    assert not judge.warnings
+
+
+def test_a_server_failing_on_every_format_is_retried_as_before(server, tmp_path):
+    server.fail_500 = 100
+    judge = judge_for(server, tmp_path, cache_mode="off", max_retries=2)
+    (j,) = judge.run_many(CLAIMS, [INPUT])
+    judge.close()
+    assert j.output is None and "HTTP 500" in j.error
+    assert not judge.warnings, "a failing server is no reason to ask in another format"
+
+
+def test_what_an_endpoint_accepts_is_remembered_across_runs(server, tmp_path):
+    server.structured = False
+    first = judge_for(server, tmp_path)
+    assert first.run_many(CLAIMS, [INPUT])[0].error is None
+    first.close()
+    server.formats.clear()
+    again = judge_for(server, tmp_path)  # a later run: same cache file, same endpoint and model
+    (j,) = again.run_many(CLAIMS, [INPUT.model_copy(update={"answer": "Hi there."})])
+    again.close()
+    assert j.error is None and j.requests == 1
+    assert server.formats == {"json_object": 1}
+    assert any("remembered" in w for w in again.warnings), again.warnings
+    other = judge_for(server, tmp_path, model="judge-2")  # another model: asked afresh
+    other.run_many(CLAIMS, [INPUT])
+    other.close()
+    assert server.formats["json_schema"] == 1
+    refreshed = judge_for(server, tmp_path, cache_mode="refresh")  # --refresh-cache forgets
+    server.formats.clear()
+    refreshed.run_many(CLAIMS, [INPUT.model_copy(update={"answer": "Bye."})])
+    refreshed.close()
+    assert server.formats["json_schema"] == 1
+
+
+def test_max_tokens_is_sent_is_in_the_cache_key_and_a_cut_answer_says_so(server, tmp_path):
+    judge = judge_for(server, tmp_path, max_tokens=3)
+    (j,) = judge.run_many(CLAIMS, [INPUT])
+    plain = judge_for(server, tmp_path)
+    assert judge.key(CLAIMS, INPUT) != plain.key(CLAIMS, INPUT)
+    judge.close()
+    plain.close()
+    assert j.output is None and j.requests == 2 and j.completion_tokens == 6
+    assert "cut at its token limit (judge.max_tokens = 3; finish_reason: length)" in j.error

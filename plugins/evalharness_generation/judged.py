@@ -170,7 +170,8 @@ def answer_relevancy(batch, settings: RelevancySettings, context) -> Rows:
             rows[i] = {"answer_relevancy": MetricValue.of(0.0, reason="the answer is empty")}
         else:
             todo.append((i, case.question, answer))
-    generated = judge.run_many(QUESTIONS, [QuestionsInput(answer=a, n=settings.n)
+    domain = getattr(getattr(judge, "config", None), "domain", None)
+    generated = judge.run_many(QUESTIONS, [QuestionsInput(answer=a, n=settings.n, domain=domain)
                                            for _, _, a in todo], metric="answer_relevancy",
                                rounds_after=1)  # the questions are embedded next
     embed = []

@@ -160,6 +160,18 @@ class JudgeConfig(BaseModel):
     (``refused`` in the records), the run completes, and a rerun judges the rest — what was
     paid for comes from the cache."""
 
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    """The most tokens of one judge answer (sent as ``max_tokens``; part of the cache key).
+    Unset: the server's own limit. A small local model may repeat itself until that limit:
+    a cap keeps such an answer short, and an answer cut by it is an error that says so."""
+
+    domain: str | None = Field(default=None, min_length=1, max_length=300)
+    """What the application under evaluation is, in a phrase the judge reads (e.g. "a bank's
+    customer-support assistant", "a hospital's guide for patients"): the rubrics that need to
+    know who asks (answer relevancy writes the questions such a user would ask, a rubric
+    written in the scenario) are given it. Unset, they speak of any user of the application;
+    no rubric assumes a domain of its own."""
+
     options: dict[str, Any] = Field(default_factory=dict)
     """Backend-specific settings."""
 
@@ -494,8 +506,11 @@ class Judge:
                              "(per million tokens)")
 
     def key(self, task: JudgmentTask, inputs: BaseModel) -> str:
+        sampling: dict[str, Any] = {"temperature": self.config.temperature}
+        if self.config.max_tokens is not None:  # unset: the keys of earlier runs hold
+            sampling["max_tokens"] = self.config.max_tokens
         return content_key(self.backend, self.model, task.id, task.version,
-                           inputs.model_dump(mode="json"), {"temperature": self.config.temperature})
+                           inputs.model_dump(mode="json"), sampling)
 
     def text_key(self, text: str) -> str:
         """Content address of one text's embedding: backend, embedding model, text."""

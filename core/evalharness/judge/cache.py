@@ -38,7 +38,21 @@ class JudgeCache:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("CREATE TABLE IF NOT EXISTS judgments "
                            "(key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS notes "
+                           "(key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
         self._conn.commit()
+
+    def recall(self, key: str) -> str | None:
+        """A note a backend left for later runs (e.g. what an endpoint accepts), or ``None``."""
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM notes WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def remember(self, key: str, value: str) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO notes VALUES (?, ?, ?)",
+                               (key, value, time.time()))
+            self._conn.commit()
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:

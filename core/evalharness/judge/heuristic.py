@@ -138,7 +138,8 @@ claim framed in words its context never uses says something the context does not
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
 """First-person singular: a claim about the speaker ("I watched it twice") is supported only by
-a context that speaks in the first person too. "We" is left out: a shop speaks as "we"."""
+a context that speaks in the first person too. "We" is left out: an organisation speaks as
+"we"."""
 
 _REPORTING = re.compile(
     r"\b(?:i|we)\s+(?:can\s+|could\s+|have\s+|'ve\s+|just\s+)?(?:found|find|see|checked|"
@@ -315,7 +316,7 @@ def numbers(text: str) -> set[str]:
 
 
 def sizes(text: str) -> set[str]:
-    """Clothing sizes written in capitals (S, M, XL ...), which must match exactly.
+    """Sizes written in capitals (S, M, XL ...), which must match exactly.
 
     >>> sorted(sizes("Available in M and XL, not in s. Made in the U.S. by M&S."))
     ['M', 'XL']
@@ -443,8 +444,8 @@ def fragments(sentence: str) -> list[str]:
     ['Corn was first domesticated 9,000 years ago', 'in Mexico.']
     >>> fragments("Yes, the Alba coat costs €179.00 and comes in grey.")
     ['Yes, the Alba coat costs €179.00', 'and comes', 'in grey.']
-    >>> fragments("The shop opens 10:30 daily.")
-    ['The shop opens 10:30 daily.']
+    >>> fragments("The office opens 10:30 daily.")
+    ['The office opens 10:30 daily.']
     """
     pieces = [p.strip() for p in _SPLIT.split(sentence) if p and p.strip()]
     out: list[str] = []

@@ -2,7 +2,8 @@
 library.
 
 Structured outputs (``response_format: json_schema``) from the task's pydantic schema, falling
-back to JSON mode for servers that lack them; a deadline of ``timeout_s`` for each whole
+back to JSON mode, then to JSON asked for in the prompt alone, for servers that lack them (what
+an endpoint accepts is remembered in the judge cache); a deadline of ``timeout_s`` for each whole
 request and a byte cap on each answer (:mod:`evalharness.judge.endpoint`); retries with
 exponential backoff on 429, 5xx, deadlines, connection errors and HTTP answers that are not
 the expected JSON (a proxy's HTML page, an empty body); one re-ask on an unparsable answer,
@@ -67,6 +68,35 @@ OPTIONS = {"json_mode_only": "ask in JSON mode from the start (servers without s
 """The backend's ``judge.options``, and what each does."""
 
 
+PROMPTED = "prompted"
+FORMATS = ("json_schema", "json_object", PROMPTED)
+"""How a judgment's JSON is asked for, best first: structured outputs (the task's schema),
+JSON mode, or no ``response_format`` at all (the schema is in the system prompt either way)."""
+
+_REPEATED = 1
+"""The attempt at which an HTTP 500 to a ``response_format`` counts as a refusal."""
+
+
+def _refusal(exc: EndpointError, attempt: int) -> bool:
+    """Whether ``exc`` refuses the format asked in: HTTP 400 or 422, or a 500 for the second
+    time running (once may be a passing failure).
+
+    >>> e = lambda status: EndpointError("APIStatusError", "no", status=status)
+    >>> _refusal(e(400), 0), _refusal(e(500), 0), _refusal(e(500), 1), _refusal(e(503), 1)
+    (True, False, True, False)
+    """
+    return exc.status in (400, 422) or (exc.status == 500 and attempt >= _REPEATED)
+
+
+def _is_500(exc: Exception) -> bool:
+    return isinstance(exc, EndpointError) and exc.status == 500
+
+
+def _said(fmt: str) -> str:
+    """A format as the warnings say it."""
+    return "JSON asked for in the prompt" if fmt == PROMPTED else f"response_format {fmt}"
+
+
 class OpenAIJudge(Judge):
     """A judge backed by an OpenAI-compatible chat and embeddings endpoint."""
 
@@ -90,6 +120,8 @@ class OpenAIJudge(Judge):
         self._key = key or LOCAL_PLACEHOLDER_KEY
         add_secret(key)
         self._json_mode_only = bool(config.options.get("json_mode_only", False))
+        self._format: str | None = None
+        """The format asked in (:data:`FORMATS`), once known (:meth:`_format_now`)."""
         self.max_response_bytes = int(config.options.get("max_response_bytes",
                                                          MAX_RESPONSE_BYTES))
         """The cap on one chat answer's body; an embeddings answer may take
@@ -158,6 +190,14 @@ class OpenAIJudge(Judge):
                     output, problem = _parse(task, raw2)
                 if output is None and error is None:
                     error = f"unparsable judge answer after one re-ask: {problem}"
+                    if tally.cut:
+                        limit = (f"judge.max_tokens = {self.config.max_tokens}"
+                                 if self.config.max_tokens is not None
+                                 else "the server's own limit")
+                        error = (f"the judge's answer was cut at its token limit ({limit}; "
+                                 "finish_reason: length) before its JSON ended, twice: raise "
+                                 "judge.max_tokens, or judge with a model that answers "
+                                 f"briefly ({problem})")
         return Judgment(task=task.id, rubric_version=task.version, backend=self.backend,
                         model=self.model, key=key, output=output,
                         error=None if output is not None else error, raw=raw,
@@ -168,41 +208,99 @@ class OpenAIJudge(Judge):
                    ) -> tuple[str | None, str | None]:
         """One chat completion with retries; ``(text, None)`` or ``(None, error)``."""
         endpoint = self._connect()[0]
-        structured = {"type": "json_schema", "json_schema": {
-            "name": task.id, "schema": task.schema(), "strict": False}}
+        formats = {"json_schema": {"type": "json_schema", "json_schema": {
+            "name": task.id, "schema": task.schema(), "strict": False}},
+            "json_object": {"type": "json_object"}}
 
-        async def call(response_format: dict) -> tuple[str | None, int, int]:
+        async def call(fmt: str) -> tuple[str | None, int, int, bool]:
             body = {"model": self.model, "messages": messages,
-                    "temperature": self.config.temperature, "response_format": response_format}
+                    "temperature": self.config.temperature}
+            if self.config.max_tokens is not None:
+                body["max_tokens"] = self.config.max_tokens
+            if fmt in formats:  # "prompted": the schema is in the system prompt only
+                body["response_format"] = formats[fmt]
             answer = await endpoint.post("chat/completions", body, self.max_response_bytes,
                                          "options.max_response_bytes")
             return _chat_answer(answer)
 
         try:
-            if self._json_mode_only:
-                text, prompt, completion = await self._retrying(
-                    call, {"type": "json_object"}, tally)
-            else:
-                try:
-                    text, prompt, completion = await self._retrying(call, structured, tally)
-                except EndpointError as exc:
-                    if exc.status not in (400, 422):
-                        raise
-                    # The server lacks structured outputs: JSON mode from now on.
-                    self._json_mode_only = True
-                    text, prompt, completion = await self._retrying(
-                        call, {"type": "json_object"}, tally)
+            text, prompt, completion, cut = await self._negotiated(call, tally)
         except (EndpointError, OddResponse) as exc:
             return None, _describe(exc)
         tally.prompt += prompt
         tally.completion += completion
+        tally.cut = cut
         if not text:
             return None, "the judge returned an empty answer"
         return text, None
 
-    async def _retrying(self, call, argument, tally: _Tally):
+    async def _negotiated(self, call, tally: _Tally):
+        """``call`` in the best format the endpoint accepts (:data:`FORMATS`), starting from
+        the one it accepted last (remembered in the judge cache across runs). An answer that
+        refuses a format — HTTP 400 or 422, or 500 twice running (llama-cpp-python's server
+        answers ``json_schema`` so) — has the next formats tried once each; the first that
+        works is used from then on. A server that fails whatever it is asked is retried in
+        the format it was asked in, as any failure."""
+        fmt = self._format_now()
+        try:
+            return await self._retrying(call, fmt, tally, give_up=_refusal if
+                                        fmt != PROMPTED else None)
+        except EndpointError as exc:
+            if fmt == PROMPTED or not _refusal(exc, _REPEATED):
+                raise
+            refused = exc
+        for lower in FORMATS[FORMATS.index(fmt) + 1:]:
+            tally.requests += 1
+            try:
+                result = await call(lower)
+            except EndpointError as probe:
+                if probe.never_sent:
+                    tally.requests -= 1
+                if _refusal(probe, _REPEATED):
+                    continue  # refused this one too: the next
+                break  # failing, not refusing
+            except OddResponse:
+                break
+            self._learned(fmt, lower, refused)
+            return result
+        if refused.status in (400, 422):
+            raise refused
+        return await self._retrying(call, fmt, tally)  # a failing server: retried as any
+
+    def _format_now(self) -> str:
+        """The format to ask in: the one this judge learned, else the one remembered for this
+        endpoint and model (read once), else ``json_schema`` (``json_object`` with
+        ``options.json_mode_only``)."""
+        if self._format is None:
+            self._format = "json_object" if self._json_mode_only else "json_schema"
+            cache = self.cache if self.config.cache_mode == "use" else None
+            remembered = cache.recall(self._format_key()) if cache is not None else None
+            if remembered in FORMATS and FORMATS.index(remembered) > FORMATS.index(
+                    self._format):
+                self._format = remembered
+                self.warn(f"{self._urls()[0]}: asking {self.model} with "
+                          f"{_said(remembered)}, as this endpoint refused the better formats "
+                          "before (remembered in the judge cache; --refresh-cache asks afresh)")
+        return self._format
+
+    def _learned(self, refused: str, works: str, exc: EndpointError) -> None:
+        """``works`` from now on, for this judge and — in the judge cache — later runs."""
+        self._format = works
+        status = f"HTTP {exc.status}" if exc.status is not None else exc.kind
+        self.warn(f"{self._urls()[0]}: the server refused response_format {refused} "
+                  f"({status}); asking {self.model} with {_said(works)} from now on "
+                  "(remembered for this endpoint and model in the judge cache)")
+        cache = self.cache
+        if cache is not None:
+            cache.remember(self._format_key(), works)
+
+    def _format_key(self) -> str:
+        return f"response_format\0{self._urls()[0]}\0{self.model}"
+
+    async def _retrying(self, call, argument, tally: _Tally, give_up=None):
         """``call(argument)``, again after a retryable failure, up to ``max_retries`` times
-        with backoff; every attempt the endpoint received counts in ``tally.requests``."""
+        with backoff; every attempt the endpoint received counts in ``tally.requests``.
+        ``give_up(exc, attempt)``: raise at once when true (a refused format)."""
         attempt = 0
         while True:
             tally.requests += 1
@@ -211,9 +309,13 @@ class OpenAIJudge(Judge):
             except (EndpointError, OddResponse) as exc:
                 if getattr(exc, "never_sent", False):  # refused before a byte went out
                     tally.requests -= 1
+                if give_up is not None and isinstance(exc, EndpointError) \
+                        and give_up(exc, attempt):
+                    raise
                 if not getattr(exc, "retryable", True) or attempt >= self.config.max_retries:
                     raise
-                await asyncio.sleep(_backoff(attempt, exc))
+                quick = give_up is not None and _is_500(exc) and not attempt  # refusal?
+                await asyncio.sleep(0.0 if quick else _backoff(attempt, exc))
                 attempt += 1
 
     # -- embeddings ----------------------------------------------------------------------------
@@ -257,6 +359,8 @@ class _Tally:
         self.requests = 0
         self.prompt = 0
         self.completion = 0
+        self.cut = False
+        """Whether the last answer ended at its token limit."""
 
 
 def options_problem(options: dict[str, Any]) -> str | None:
@@ -292,14 +396,15 @@ def _json(raw: Answer) -> Any:
         raise OddResponse(_odd(raw, "not JSON"), raw) from None
 
 
-def _chat_answer(raw: Answer) -> tuple[str | None, int, int]:
-    """``(text, prompt_tokens, completion_tokens)`` of a chat completion answer, or
-    :class:`OddResponse` when it is not one.
+def _chat_answer(raw: Answer) -> tuple[str | None, int, int, bool]:
+    """``(text, prompt_tokens, completion_tokens, cut)`` of a chat completion answer (``cut``:
+    it ended at its token limit, ``finish_reason: length``), or :class:`OddResponse` when it
+    is not one.
 
     >>> ok = (b'{"choices": [{"message": {"content": "{}"}}], '
     ...       b'"usage": {"prompt_tokens": 3, "completion_tokens": 1}}')
     >>> _chat_answer(Answer(200, "application/json", ok, "http://h/v1/chat/completions"))
-    ('{}', 3, 1)
+    ('{}', 3, 1, False)
     >>> try:
     ...     _chat_answer(Answer(200, "text/html", b"<p>Bad gateway</p>", "http://h/v1/x"))
     ... except OddResponse as exc:
@@ -310,12 +415,13 @@ def _chat_answer(raw: Answer) -> tuple[str | None, int, int]:
     try:
         choices = data["choices"]
         text = choices[0]["message"]["content"] if choices else None
+        cut = bool(choices) and choices[0].get("finish_reason") == "length"
         usage = data.get("usage") or {}
         prompt = usage.get("prompt_tokens") or 0
         completion = usage.get("completion_tokens") or 0
         if text is not None and not isinstance(text, str):
             raise TypeError(type(text).__name__)
-        return text, int(prompt), int(completion)
+        return text, int(prompt), int(completion), cut
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
         raise OddResponse(_odd(raw, "JSON that is not a chat completion"), raw) from None
 

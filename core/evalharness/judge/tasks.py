@@ -3,6 +3,10 @@
 A rubric's text is the instruction an LLM judge receives; its id and version are stored with
 every judgment (and are part of the cache key), so changing a rubric's meaning means bumping its
 version. The heuristic backend implements the same tasks without a model.
+
+No rubric assumes a domain: what the application is reaches the tasks that need it as data
+(``judge.domain``, an input field such as :attr:`QuestionsInput.domain`), so it is part of
+the cache key too (tests/test_judge_domain.py fails on one retail word in judge code).
 """
 
 from __future__ import annotations
@@ -129,6 +133,8 @@ class QuestionsInput(_IO):
     """The answer to reverse-engineer questions from."""
     n: int = Field(ge=1, le=10)
     """How many questions to write."""
+    domain: str | None = None
+    """What the application is (``judge.domain``): who asks the questions."""
 
 
 class GeneratedQuestion(_IO):
@@ -144,10 +150,11 @@ class QuestionsOutput(_IO):
 
 
 QUESTIONS = JudgmentTask(
-    id="answer_questions", version="1", input=QuestionsInput, output=QuestionsOutput,
+    id="answer_questions", version="2", input=QuestionsInput, output=QuestionsOutput,
     rubric=(
         "You read an answer and write n different questions that it answers well, each as a "
-        "user of an online fashion shop would ask it. For each, say whether the answer is "
+        "user of the application described by `domain` would ask it (any user of the "
+        "application when `domain` is null). For each, say whether the answer is "
         "noncommittal: evasive, vague or refusing (\"I don't know\", \"it depends\", \"I "
         "couldn't find anything\"). A specific answer is not noncommittal."),
 )

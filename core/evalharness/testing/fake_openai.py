@@ -8,7 +8,8 @@ arrival and of the last response (``?reset=1`` starts the counts afresh after an
 ``?spans=1`` adds when each request arrived and was answered).
 
 Faults are switched on per server, most as "the next N requests": added latency, structured
-outputs unsupported (HTTP 400, as some local servers answer), 429 answers, 401 answers that
+outputs unsupported (HTTP 400, as some local servers answer, or 500, as llama-cpp-python's
+does), JSON mode unsupported too, 429 and 500 answers, 401 answers that
 echo the key they were sent (as some proxies do), HTTP 200 answers with an HTML page or an
 empty body (a proxy in the way), garbage chat answers, embeddings with NaN values, with a
 vector of the wrong length or all zero, answers slower than the client's timeout, answers
@@ -78,6 +79,10 @@ class FakeOpenAI:
                  structured: bool = True, canned: bool = False) -> None:
         self.latency_s = latency_s
         self.structured = structured
+        self.schema_refusal = 400  # the status refusing json_schema (llama-cpp-python: 500)
+        self.json_mode = True  # False: refuse response_format json_object too (HTTP 400)
+        self.formats: Counter[str] = Counter()  # response_format types asked for ("none")
+        self.fail_500 = 0  # answer the next N requests with 500 (a server error)
         self.base64 = False  # answer embeddings in base64 when asked to, as OpenAI does
         self.canned = canned  # minimal schema-fitting answers, no per-answer work
         self.fail_429 = 0  # answer the next N requests with 429
@@ -155,7 +160,7 @@ class FakeOpenAI:
             self.auth_headers.append(auth)
             self._live[kind] += 1
             self.max_in_flight[kind] = max(self.max_in_flight[kind], self._live[kind])
-            faults = ["fail_429", "fail_401", "html", "empty", "oversize"]
+            faults = ["fail_429", "fail_500", "fail_401", "html", "empty", "oversize"]
             faults += ["garbage"] if kind == "chat" else [
                 "nan_embeddings", "ragged_embeddings", "zero_embeddings"]
             for fault in faults:
@@ -219,6 +224,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(429, {"error": {"message": "rate limited",
                                                   "type": "rate_limit"}},
                                   headers={"retry-after": "0"})
+            if fault == "fail_500":
+                return self._send(500, {"error": {"message": "internal error", "type":
+                                                  "server_error"}})
             if fault == "fail_401":
                 key = self.headers.get("authorization", "").removeprefix("Bearer ")
                 return self._send(401, {"error": {
@@ -237,8 +245,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict, garbage: bool) -> None:
         state = self.server_state
         fmt = body.get("response_format") or {}
+        with state._lock:
+            state.formats[fmt.get("type") or "none"] += 1
         if fmt.get("type") == "json_schema" and not state.structured:
-            return self._send(400, {"error": {"message": "response_format json_schema is not "
+            return self._send(state.schema_refusal, {"error": {
+                "message": "response_format json_schema is not supported by this server",
+                "type": "invalid_request_error" if state.schema_refusal < 500 else
+                "server_error"}})
+        if fmt.get("type") == "json_object" and not state.json_mode:
+            return self._send(400, {"error": {"message": "response_format json_object is not "
                                               "supported by this server", "type":
                                               "invalid_request_error"}})
         messages = body.get("messages") or []
@@ -254,10 +269,15 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             content = _answer(task, messages)
         completion_tokens = count(content)
+        finish = "stop"
+        cap = body.get("max_tokens")
+        if isinstance(cap, int) and 0 < cap < completion_tokens:  # cut, as a real server does
+            content = content[:max(1, len(content) * cap // completion_tokens)]
+            completion_tokens, finish = cap, "length"
         return self._send(200, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop",
+            "choices": [{"index": 0, "finish_reason": finish,
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
