@@ -227,3 +227,30 @@ def test_the_shop_scenario_through_a_real_server(llama, proxy, tmp_path):
               for m in c["metrics"].values() if m.get("details", {}).get("judgments")]
     assert judged, "the judged metrics store their judgments"
     assert all(m["value"] is not None or m["error"] for m in judged)
+
+
+def test_a_rubric_written_in_the_scenario_over_the_wire(llama, proxy, tmp_path):
+    """A `judged` rubric (docs/judge.md, "Criteria you write") asked of the real server: its
+    schema (a reason, then a boolean) enforced by llama.cpp's grammar; the value is 0 or 1
+    with its judgment and rubric version, or an error saying why; usage as reported."""
+    from evalharness.context import EvalContext
+    from evalharness.models import Case, GeneratorStep
+    from evalharness.rubrics import RubricSettings, evaluate, version_of
+
+    settings = RubricSettings(metric="polite", criterion="The answer is polite.",
+                              sees=["question", "answer"], threshold=1)
+    judge = judge_at(proxy, llama, tmp_path, max_tokens=96)
+    batch = [(Case(id="c", question="Where is my parcel?"),
+              GeneratorStep(answer="It left our depot this morning; thank you for waiting."))]
+    [row] = evaluate(batch, settings, EvalContext(judge=judge), "generator")
+    judge.close()
+    value = row["polite"]
+    [record] = value.details["judgments"]
+    assert record["task"] == "judged:polite" and record["rubric_version"] == version_of(settings)
+    if value.error is None:
+        assert value.value in (0.0, 1.0) and isinstance(record["output"]["holds"], bool)
+    else:
+        assert "cut at its token limit (judge.max_tokens = 96" in value.error, value.error
+    requests, prompt, completion = proxy.tokens()
+    assert (requests, prompt, completion) == (record["requests"], record["prompt_tokens"],
+                                              record["completion_tokens"])

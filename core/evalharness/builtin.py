@@ -1,7 +1,9 @@
-"""The core's own hook implementations: the four built-in component kinds and the default judge.
+"""The core's own hook implementations: the four built-in component kinds, the default judge,
+the executors, and the ``judged`` evaluator.
 
 Registered first by :func:`evalharness.plugins.load_plugins`, under the name ``evalharness``.
-It defines component kinds and a judge backend, never an evaluator: metrics live in plugins.
+It defines no metric of its own: metrics live in plugins, and ``judged`` measures what the
+scenario writes (:mod:`evalharness.rubrics`), for every component kind.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from evalharness.hookspecs import hookimpl
 from evalharness.judge.heuristic import HeuristicJudge
 from evalharness.models import GeneratorStep, RetrieverStep, RouterStep, Text2SQLStep
-from evalharness.registry import ComponentKind, Executor, JudgeBackend
+from evalharness.registry import ANY_KIND, ComponentKind, Evaluator, Executor, JudgeBackend
 
 
 @hookimpl
@@ -26,11 +28,22 @@ def register_component_kinds(register):
 
 @hookimpl
 def register_judge_backends(register):
-    register(JudgeBackend("heuristic", HeuristicJudge, offline=True,
+    register(JudgeBackend("heuristic", HeuristicJudge, offline=True, llm=False,
                           description="deterministic, offline, no LLM (the default)"))
     register(JudgeBackend("openai", _openai_judge,
                           description="any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, "
                                       "Ollama, llama.cpp server) through the openai SDK"))
+
+
+@hookimpl
+def register_evaluators(register):
+    from evalharness import rubrics
+
+    register(Evaluator(rubrics.NAME, ANY_KIND, metrics=[], settings=rubrics.RubricSettings,
+                       needs_judge=True, needs_llm=True, evaluate=rubrics.evaluate,
+                       declare=rubrics.declare,
+                       description="a criterion written in the scenario, judged per case by "
+                                   "the LLM judge (docs/judge.md, \"Criteria you write\")"))
 
 
 @hookimpl

@@ -480,6 +480,12 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
     warnings = _warnings(run_a, run_b)
     keys_a, keys_b = run_a.metric_keys(), run_b.metric_keys()
     common = [k for k in keys_b if k in set(keys_a)]
+    changed = _versions_differ(run_a, run_b, common)
+    for (component, metric), (va, vb) in changed.items():
+        warnings.append(f"{component}.{metric} measures something else in each run (version "
+                        f"{va} in A, {vb} in B: its rubric changed): a different metric, "
+                        "not compared")
+    common = [k for k in common if k not in changed]
     chosen = select(common, list(metrics or []))
 
     judges_differ = _judge(run_a) != _judge(run_b)
@@ -537,8 +543,8 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
     return Comparison(
         a=_run_info(run_a), b=_run_info(run_b), alpha=alpha, resamples=resamples,
         permutations=permutations, cases=overlap, metrics=rows,
-        only_in_a=[f"{c}.{m}" for c, m in keys_a if (c, m) not in set(keys_b)],
-        only_in_b=[f"{c}.{m}" for c, m in keys_b if (c, m) not in set(keys_a)],
+        only_in_a=[f"{c}.{m}" for c, m in keys_a if (c, m) not in set(common)],
+        only_in_b=[f"{c}.{m}" for c, m in keys_b if (c, m) not in set(common)],
         regressions=regressions, improvements=named(rows, "improved"),
         gated_regressions=[f"{r.component}.{r.metric}" for r in rows
                            if r.status == "regressed" and r.gates],
@@ -560,6 +566,19 @@ def _judge_text(run: Run) -> str:
 
 def _some(ids: list[str], limit: int = 5) -> str:
     return ", ".join(ids[:limit]) + (", ..." if len(ids) > limit else "")
+
+
+def _versions_differ(a: Run, b: Run, keys: list[tuple[str, str]]
+                     ) -> dict[tuple[str, str], tuple[str, str]]:
+    """The metrics whose declared ``version`` (what they measure, e.g. a judged rubric's
+    digest) differs between the runs: the same name, another metric."""
+    out = {}
+    for component, metric in keys:
+        va = (a.summary(component, metric).get("declaration") or {}).get("version")
+        vb = (b.summary(component, metric).get("declaration") or {}).get("version")
+        if va != vb:
+            out[(component, metric)] = (str(va), str(vb))
+    return out
 
 
 def _warnings(a: Run, b: Run) -> list[str]:

@@ -113,11 +113,14 @@ class Metric(BaseModel):
     """Its default verdict criterion, ``OP number`` (``>= 0.5``): used when the scenario's
     ``verdicts:`` has no entry for the component. ``None``: it decides no default verdict."""
 
-    precedence: int = 0
+    precedence: int | None = 0
     """Of the metrics configured on one component that have a default verdict, only those of
     the lowest precedence make the default (all of them must hold): ``equivalent`` (0) wins
     over ``exact_match`` (2), a fallback like ``answer_present`` (1) counts only alone. Of a
-    pattern's instances, the largest parameter is read (``recall@10`` over ``recall@3``)."""
+    pattern's instances, the largest parameter is read (``recall@10`` over ``recall@3``).
+    ``None``: it joins the default criteria whatever the others' precedence (a criterion the
+    user wrote, such as a ``judged`` rubric's threshold: the component passes only if it
+    holds too)."""
 
     end_to_end: str | None = None
     """The default end-to-end criterion, ``OP number``, when the metric is configured on the
@@ -134,6 +137,11 @@ class Metric(BaseModel):
     question: str | None = None
     """The yes/no question a reviewer answers about the metric's value on one case; ``None``:
     ``Is METRIC right here (did the component do its job)?``."""
+
+    version: str | None = None
+    """What the metric measures, by content (a ``judged`` rubric's digest): ``compare``
+    pairs two runs' values only when their versions are equal — a changed rubric is another
+    metric. ``None``: the name says it all."""
 
     review: bool = False
     """Offer it to reviewers on every case, even when no verdict criterion reads it and no

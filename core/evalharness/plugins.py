@@ -29,6 +29,7 @@ from evalharness.declarations import Metric, call_with, check_arguments, undecla
 from evalharness.errors import EvalHarnessDeprecationWarning, PluginError
 from evalharness.importing import import_file
 from evalharness.registry import (
+    ANY_KIND,
     ORACLE_ARGUMENTS,
     ComponentKind,
     Evaluator,
@@ -306,7 +307,11 @@ def _collect(host: PluginHost) -> None:
     _per_plugin(host, "register_evaluators", "evaluators", lambda e: (e.component, e.name))
     known = ", ".join(sorted(host.registry.component_kinds))
     for (kind, name), registered in host.registry.evaluators.items():
-        if kind not in host.registry.component_kinds:
+        if kind == ANY_KIND and registered.item.evaluate is None:
+            raise PluginError(f"plugin {registered.plugin!r} registers evaluator {name!r} for "
+                              "every component kind without `evaluate`; give "
+                              "Evaluator(evaluate=...)")
+        if kind not in host.registry.component_kinds and kind != ANY_KIND:
             raise PluginError(
                 f"plugin {registered.plugin!r} registers evaluator {name!r} for component kind "
                 f"{kind!r}, which no plugin defines; known kinds: {known}"

@@ -36,6 +36,11 @@ ORACLE_ARGUMENTS = ("case", "context", "component", "kind")
 """What an oracle's ``output`` may take."""
 
 
+ANY_KIND = "*"
+"""The ``component`` of an evaluator that works on every component kind, those a plugin adds
+included (the core's ``judged``)."""
+
+
 @dataclass(frozen=True)
 class Evaluator:
     """An evaluator: a set of declared metrics for one component kind, and the work that
@@ -77,6 +82,21 @@ class Evaluator:
     run_names: Callable[[Any], list[str]] | None = None
     init: Init | None = None
     """How ``evalharness init`` lists it (``None``: in a comment only)."""
+    declare: Callable[[Any], Sequence[Metric]] | None = None
+    """Declarations that depend on the settings, ``declare(settings) -> [Metric]``: a metric
+    the scenario names and judges as it says (the core's ``judged`` evaluator: its name,
+    scale and threshold are settings). Its metric names are those it declares."""
+    needs_llm: bool = False
+    """It asks the judge what only a language model can answer (a criterion written in
+    words): a scenario whose judge backend is not a language model (the offline heuristic)
+    is refused before anything runs."""
+
+    def declared_with(self, settings: BaseModel, scope: str = "case") -> list[Metric]:
+        """Its declarations for these settings: the static ones, and ``declare``'s."""
+        found = self.declared(scope)
+        if self.declare is not None and scope == "case":
+            found = [*found, *declarations(list(self.declare(settings)), scope)]
+        return found
 
     def metric_names(self, settings: BaseModel) -> list[str]:
         """The metric names this evaluator produces with these settings."""
@@ -103,6 +123,13 @@ class Evaluator:
         if names is not None:
             return list(names(settings))
         return [m.name for m in declarations(items)]
+
+    def metric_names_with(self, settings: BaseModel) -> list[str]:
+        """:meth:`metric_names`, and the names ``declare`` gives these settings."""
+        found = self.metric_names(settings)
+        if self.declare is not None:
+            found += [m.name for m in self.declare(settings) if m.name not in found]
+        return found
 
     def check(self, plugin: str) -> None:
         """A :class:`PluginError` naming the plugin when the declarations do not hold
@@ -173,6 +200,9 @@ class JudgeBackend:
     factory: Callable[[Any], Any]
     description: str = ""
     offline: bool = False
+    llm: bool = True
+    """Whether its judge is a language model (``False`` for the offline heuristic): an
+    evaluator that ``needs_llm`` is refused with a backend that is not."""
 
 
 @dataclass(frozen=True)
@@ -238,14 +268,18 @@ class Registry:
         store[key] = Registered(plugin, item)
 
     def evaluator(self, component_kind: str, name: str) -> Registered | None:
-        return self.evaluators.get((component_kind, name))
+        """The evaluator ``name`` of a kind: registered for that kind, else for every kind
+        (``component="*"``)."""
+        return self.evaluators.get((component_kind, name)) or self.evaluators.get(
+            (ANY_KIND, name))
 
     def oracle(self, kind: str) -> Registered | None:
         """The oracle of a component kind, with the plugin that offers it."""
         return self.oracles.get(kind)
 
     def evaluators_for(self, component_kind: str) -> list[str]:
-        return sorted(name for kind, name in self.evaluators if kind == component_kind)
+        return sorted({name for kind, name in self.evaluators
+                       if kind in (component_kind, ANY_KIND)})
 
 
 def run_evaluator(register_evaluators: Callable[[Callable[[Evaluator], None]], None], name: str,

@@ -334,6 +334,8 @@ class ConfiguredEvaluator:
     """Why the core added it although the scenario does not list it (``None``: listed)."""
     declarations: dict[str, Metric] = field(default_factory=dict)
     """Every metric it produces (per case and per run) -> its declaration."""
+    where: tuple = ()
+    """Its field path in the scenario file (``evaluators``, component, index, name)."""
 
     def declaration(self, metric: str) -> Metric:
         """The declaration of one of its metrics (a bare one when the plugin gave none)."""
@@ -461,6 +463,7 @@ def load_scenario(
     spec.judge = _judge(spec, host, judge_backend, judge_overrides, problems)
     pipeline = _pipeline(spec, host, problems)
     configured = _configure_evaluators(spec, pipeline, host, problems)
+    _needs_llm(configured, spec.judge, host, problems)
     configured += _automatic_evaluators(cases, pipeline, host, configured)
     gates, agreement_gates = _gates(spec, pipeline, configured, problems)
     verdicts = _configure_verdicts(spec, pipeline, configured, problems)
@@ -809,8 +812,10 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                         budget, int | float) or not 0 < budget < float("inf")):
                     raise problems.error(loc + (BUDGET,), f"expected seconds per case, a "
                                          f"number > 0 (got {short(budget)})")
-            try:
-                settings = evaluator.settings.model_validate(raw_settings)
+            try:  # a validator may read the component it is configured on (its step's fields)
+                settings = evaluator.settings.model_validate(raw_settings, context={
+                    "component": component, "kind": kind,
+                    "step": host.component_kind(kind).step})
             except ValidationError as exc:
                 sub, message, value = best_error(exc, raw_settings)
                 fields = ", ".join(evaluator.settings.model_fields) or "none"
@@ -822,7 +827,7 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                 raise problems.error(loc, f"evaluator {name!r} needs a database; add a "
                                      "`database:` block (a SQLite `path`, or a `build:` script)")
             try:
-                metrics = evaluator.metric_names(settings)
+                metrics = evaluator.metric_names_with(settings)
                 run_metrics = evaluator.run_metric_names(settings)
             except EvalHarnessError:
                 raise
@@ -836,22 +841,42 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
                                          "configure only one of them")
                 produced[metric] = name
             try:
-                declared = _declared(evaluator, metrics, run_metrics)
+                declared = _declared(evaluator, metrics, run_metrics, settings)
             except PluginError as exc:
                 raise problems.error(loc, str(exc)) from None
             out.append(ConfiguredEvaluator(component, name, registered.plugin, settings,
                                            metrics, evaluator, run_metrics,
                                            float(budget) if budget is not None else None,
-                                           declarations=declared))
+                                           declarations=declared, where=loc))
     return out
 
 
-def _declared(evaluator: Any, metrics: list[str], run_metrics: list[str]) -> dict[str, Metric]:
+def _needs_llm(configured: list[ConfiguredEvaluator], judge: JudgeConfig, host: PluginHost,
+               problems: _Problems) -> None:
+    """An evaluator that needs a language model, with a judge backend that is none (the
+    offline heuristic), is refused before anything runs: never a silent heuristic number."""
+    backend = host.judge_backend(judge.backend)
+    if backend is None or getattr(backend, "llm", True):
+        return
+    for e in configured:
+        if e.evaluator.needs_llm:
+            metrics = ", ".join(e.metrics)
+            raise problems.error(e.where or ("evaluators", e.component), (
+                f"evaluator {e.name!r} ({metrics}) on {e.component!r} needs a language model "
+                f"to judge, and the judge backend {judge.backend!r} is none: it cannot judge "
+                "a criterion written in words. Set `judge.backend: openai` with `judge.model` "
+                "(and `judge.base_url` for a local server: llama.cpp, vLLM, Ollama; see "
+                "docs/judge.md), or run with --judge openai"))
+
+
+def _declared(evaluator: Any, metrics: list[str], run_metrics: list[str],
+              settings: Any = None) -> dict[str, Metric]:
     """Each metric's declaration; a name no declaration of a declaring evaluator covers is a
     :class:`PluginError` (an evaluator that declares nothing has bare declarations)."""
     out = {}
     for scope, names in (("case", metrics), ("run", run_metrics)):
-        declared = evaluator.declared(scope)
+        declared = (evaluator.declared_with(settings, scope) if settings is not None
+                    else evaluator.declared(scope))
         for name in names:
             found = resolve(declared, name)
             if found is None and declared:

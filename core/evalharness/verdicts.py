@@ -96,8 +96,9 @@ def _chosen(declared: Iterable[Metric], key: str) -> list[Metric]:
     usable = [m for m in declared if getattr(m, key) and m.cases is None and m.scope == "case"]
     if not usable:
         return []
-    best = min(m.precedence for m in usable)
-    chosen = [m for m in usable if m.precedence == best]
+    ranked = [m.precedence for m in usable if m.precedence is not None]
+    best = min(ranked) if ranked else None
+    chosen = [m for m in usable if m.precedence is None or m.precedence == best]
     largest: dict[str, Metric] = {}
     for m in chosen:
         if m.pattern is not None and (m.pattern not in largest or
@@ -127,6 +128,10 @@ def default_criteria(declared: Iterable[Metric]) -> list[str]:
     ['faithfulness >= 0.5', 'answer_relevancy >= 0.1']
     >>> default_criteria([Metric("latency_ms", range=(0, None), direction="lower")])
     []
+    >>> default_criteria([Metric("exact_match", verdict=">= 1", precedence=2),
+    ...                   Metric("execution_accuracy", verdict=">= 1", precedence=1),
+    ...                   Metric("uses_returns_table", verdict=">= 1", precedence=None)])
+    ['execution_accuracy >= 1', 'uses_returns_table >= 1']
     """
     return [f"{m.name} {m.verdict}" for m in _chosen(declared, "verdict")]
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import base64
+import hashlib
 import itertools
 import json
 import re
@@ -262,8 +263,10 @@ class _Handler(BaseHTTPRequestHandler):
         prompt_tokens = sum(count(m.get("content") or "") for m in messages)
         if garbage:
             content = "Sure! Here is my verdict: yes, mostly."
-        elif task is None:
-            content = json.dumps({"error": "unknown task"})
+        elif task is None:  # a task of the scenario's (a `judged` rubric): from its schema
+            schema = _schema_of(fmt, messages)
+            content = json.dumps(_from_schema(schema, _seed(messages)) if schema is not None
+                                 else {"error": "unknown task"})
         elif state.canned:
             content = _canned(task, messages)
         else:
@@ -363,6 +366,55 @@ def _task_of(fmt: dict, messages: list[dict]):
         return TASKS[name]
     system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
     return next((t for t in TASKS.values() if system.startswith(t.rubric)), None)
+
+
+_SCHEMA_MARK = "matches this JSON Schema:\n"
+
+
+def _schema_of(fmt: dict, messages: list[dict]) -> dict | None:
+    """The output schema a request asks for: its ``json_schema``, else the one the system
+    prompt ends with."""
+    schema = (fmt.get("json_schema") or {}).get("schema")
+    if isinstance(schema, dict):
+        return schema
+    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    if _SCHEMA_MARK in system:
+        try:
+            return json.loads(system.rsplit(_SCHEMA_MARK, 1)[1])
+        except ValueError:
+            return None
+    return None
+
+
+def _seed(messages: list[dict]) -> int:
+    text = json.dumps(messages, sort_keys=True)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+
+
+def _from_schema(schema: dict, seed: int) -> Any:
+    """A value fitting ``schema`` (objects, booleans, bounded numbers, strings, arrays),
+    chosen deterministically from ``seed``: the same request, the same answer; different
+    requests, different booleans and scores.
+
+    >>> _from_schema({"type": "object", "properties": {"ok": {"type": "boolean"},
+    ...   "score": {"type": "integer", "minimum": 1, "maximum": 5}}}, 7)
+    {'ok': True, 'score': 4}
+    """
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {name: _from_schema(sub, seed // (n + 2) + n)
+                for n, (name, sub) in enumerate(props.items())}
+    if kind == "boolean":
+        return bool(seed % 2)
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum", 0), schema.get("maximum", 1)
+        if kind == "integer":
+            return int(low) + seed % (int(high) - int(low) + 1)
+        return round(low + (seed % 101) / 100 * (high - low), 2)
+    if kind == "array":
+        return []
+    return "a fake judge's reason"
 
 
 def _tokens(text: str) -> int:
