@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from conftest import run_cli, shop_text_elsewhere, write
+from conftest import run_cli, write
 from evalharness.judge import CLAIM_SUPPORT, ClaimSupportInput
 from evalharness.judge.base import JudgeConfig
 from evalharness.judge.openai_compat import OpenAIJudge
@@ -145,7 +145,7 @@ def test_judgments_are_schema_valid_or_say_why_and_usage_is_what_the_server_said
     judge = judge_at(proxy, llama, tmp_path)
     (short,) = judge.run_many(YES_NO, [Question(question="Is 7 a prime number?")])
     judgments = [short, *judge.run_many(SQL_EQUIVALENCE, [SQL]),
-                 *judge.run_many(CLAIM_SUPPORT, INPUTS)]
+                 *judge.run_many(CLAIM_SUPPORT, INPUTS[:1])]
     judge.close()
     # parsed by the task's pydantic model: schema-valid (llama.cpp enforces the schema)
     assert isinstance(short.output, YesNo) and short.requests == 1, short
@@ -193,18 +193,27 @@ def test_a_deadline_holds_against_a_real_server(llama, proxy, tmp_path):
     assert j.output is None and "Timeout" in j.error and j.requests == 2
 
 
-def test_the_shop_scenario_through_a_real_server(llama, proxy, tmp_path):
-    """The shop's judged metrics (faithfulness, answer relevancy, correctness, the SQL judge
-    where the cascade leaves a pair undecided) over the wire for one case: every value a
-    number or an error with its reason, the report's judge usage equal to what the server
-    reported."""
-    text = shop_text_elsewhere().replace(
-        "  backend: heuristic           # offline and deterministic; see docs/scenario.md for "
-        "openai\n",
-        f"  backend: openai\n  model: {llama.model}\n  base_url: {proxy.base_url}\n"
-        f"  embedding_model: {llama.model}\n  max_tokens: 64\n  concurrency: 1\n"
-        f"  cache: {tmp_path / 'cache.sqlite'}\n")
-    assert "backend: openai" in text
+def test_the_shop_with_two_rubrics_through_a_real_server(llama, proxy, tmp_path):
+    """scenarios/shop-rubrics.yaml — the shop's judged metrics (faithfulness, answer
+    relevancy; correctness left out for time) and its two criteria written in YAML (one on the generator, one
+    on text2sql) — over the wire for one case: every value a number or an error with its
+    reason, the report's judge usage equal to what the server reported."""
+    from test_rubrics import RUBRICS
+
+    text = RUBRICS.read_text(encoding="utf-8")
+    text = text.replace("  model: gpt-4.1-mini          # or the model your server serves\n",
+                        f"  model: {llama.model}\n  embedding_model: {llama.model}\n"
+                        "  concurrency: 1\n")
+    text = text.replace("  # base_url: http://127.0.0.1:8080/v1   # a local server (no key "
+                        "needed)", f"  base_url: {proxy.base_url}\n"
+                        f"  cache: {tmp_path / 'cache.sqlite'}")
+    text = text.replace("  max_tokens: 1024\n", "  max_tokens: 48\n")
+    # its correctness (four claim tasks more) and the verdict on it left out: time
+    text = text.replace("    - answer_correctness\n", "").replace(
+        "  end_to_end: generator.correctness_f1 >= 0.5\n", "")
+    text = text.replace("system: shop.assistant:answer", "system: shop/assistant:answer")
+    text = text.replace(" shop/", f" {RUBRICS.parent}/shop/")
+    assert f"base_url: {proxy.base_url}" in text and f"model: {llama.model}" in text
     scenario = write(tmp_path / "shop-llama.yaml", text)
     out = tmp_path / "run"
     result = run_cli("scenario", scenario, "--out", out, "--filter", "q001", "-q",
@@ -222,11 +231,16 @@ def test_the_shop_scenario_through_a_real_server(llama, proxy, tmp_path):
     embedded = proxy.tokens("/v1/embeddings")[0]
     assert usage["requests"] == requests + embedded > 0
     assert usage["prompt_tokens"] >= prompt > 0 and usage["completion_tokens"] == completion
-    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    judged = [m for r in lines for c in r["components"].values()
-              for m in c["metrics"].values() if m.get("details", {}).get("judgments")]
-    assert judged, "the judged metrics store their judgments"
-    assert all(m["value"] is not None or m["error"] for m in judged)
+    [line] = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    rubrics = {c: line["components"][c]["metrics"][m] for c, m in
+               (("generator", "no_false_promises"), ("text2sql", "reads_sizes_right"))}
+    for value in rubrics.values():  # asked of the real server, each with its rubric version
+        assert value["value"] is not None or value["error"], value
+        [record] = value["details"]["judgments"]
+        assert record["task"].startswith("judged:") and record["rubric_version"]
+    judged = [m for c in line["components"].values() for m in c["metrics"].values()
+              if m.get("details", {}).get("judgments")]
+    assert len(judged) > 2 and all(m["value"] is not None or m["error"] for m in judged)
 
 
 def test_a_rubric_written_in_the_scenario_over_the_wire(llama, proxy, tmp_path):

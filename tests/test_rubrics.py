@@ -82,6 +82,9 @@ def test_two_rubrics_are_metrics_with_declarations_verdicts_and_gates(runs):
                                                 "reads_sizes_right >= 4"]
     gate = next(g for g in rep["gates"] if g["name"] == "generator.no_false_promises >= 0.1")
     assert gate["value"] == pytest.approx(gen["mean"])
+    for page in ("report.md", "report.html"):  # in every report
+        text = (folders["a"] / page).read_text()
+        assert "no_false_promises" in text and "reads_sizes_right" in text, page
     # every judged value carries its rubric (task id and version) and the raw judgment
     lines = [json.loads(x) for x in (folders["a"] / "results.jsonl").read_text().splitlines()]
     version = gen["declaration"]["version"]

@@ -465,8 +465,15 @@ def validate(path: Path, plugins: tuple[str, ...], no_gold_check: bool) -> None:
               show_default=True, help="Bootstrap resamples behind each CI of Δ.")
 @click.option("--permutations", type=click.IntRange(100, 10_000_000), default=10_000,
               show_default=True, help="Random sign flips behind each p-value above 16 pairs.")
+@click.option("--judge-pairwise", "judge_pairwise", metavar="CRITERION",
+              help="Also have the LLM judge say, per case and in both orders, which run's "
+                   "output better meets CRITERION: a `judged` metric of B's scenario, a "
+                   "rubric file (.yaml), or a judged metric of B's run.")
+@click.option("--judge", "judge_backend", metavar="NAME",
+              help="With --judge-pairwise: this judge backend instead of B's scenario's.")
 def compare(run_a: Path, run_b: Path, as_json: bool, out_file: Path | None, alpha: float,
-            metrics: tuple[str, ...], resamples: int, permutations: int) -> None:
+            metrics: tuple[str, ...], resamples: int, permutations: int,
+            judge_pairwise: str | None, judge_backend: str | None) -> None:
     """Compare run B with run A, metric by metric, case by case.
 
     RUN_A and RUN_B are --out folders of `evalharness scenario`. Cases are paired by id;
@@ -482,12 +489,16 @@ def compare(run_a: Path, run_b: Path, as_json: bool, out_file: Path | None, alph
       evalharness compare runs/baseline runs/candidate
       evalharness compare runs/baseline runs/candidate --metric 'retriever.*' --alpha 0.01
       evalharness compare runs/baseline runs/candidate --json --out comparison.json
+      evalharness compare runs/baseline runs/candidate --judge-pairwise no_false_promises
     """
     from evalharness.compare import compare_runs, print_comparison
 
+    if judge_backend is not None and judge_pairwise is None:
+        raise InputProblem("--judge names the judge of --judge-pairwise: give both")
     try:
         result = compare_runs(run_a, run_b, alpha=alpha, metrics=list(metrics),
-                              resamples=resamples, permutations=permutations)
+                              resamples=resamples, permutations=permutations,
+                              judge_pairwise=judge_pairwise, judge=judge_backend)
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
     text = result.model_dump_json(indent=2) + "\n"

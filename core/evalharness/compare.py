@@ -265,6 +265,11 @@ class Comparison(_Model):
     its 95% CI, the sign test, and how often the judge's preferred run is the people's
     (:mod:`evalharness.review.pairwise`); ``null`` without preference labels."""
 
+    judge_pairwise: dict[str, Any] | None = None
+    """With ``--judge-pairwise``: the judge's preferences between the runs on one criterion,
+    each case judged in both orders (:mod:`evalharness.judge_pairwise`), B's win rate with its
+    interval, and every case's two judgment records."""
+
 
 # --------------------------------------------------------------------------------------------
 # Reading a run
@@ -474,9 +479,23 @@ def select(keys: list[tuple[str, str]], patterns: list[str]) -> list[tuple[str, 
 
 def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
                  metrics: list[str] | None = None, resamples: int = RESAMPLES,
-                 permutations: int = PERMUTATIONS) -> Comparison:
-    """Compare run B with run A (both output folders of ``evalharness scenario``)."""
+                 permutations: int = PERMUTATIONS, judge_pairwise: str | None = None,
+                 judge: str | None = None) -> Comparison:
+    """Compare run B with run A (both output folders of ``evalharness scenario``); with
+    ``judge_pairwise`` (a criterion, see :mod:`evalharness.judge_pairwise`) the LLM judge
+    also says, case by case and in both orders, which run's output is better (``judge``: a
+    judge backend instead of B's scenario's)."""
     run_a, run_b = load_run(Path(a_dir)), load_run(Path(b_dir))
+    judged_pairs = None
+    if judge_pairwise is not None:
+        from evalharness import judge_pairwise as jp
+
+        scenario, pair_judge = jp.load_judge(run_b.report, judge)
+        try:
+            judged_pairs = jp.judge_runs(Path(a_dir), Path(b_dir), judge_pairwise, scenario,
+                                         pair_judge, run_b.report, resamples=resamples)
+        finally:
+            pair_judge.close()
     warnings = _warnings(run_a, run_b)
     keys_a, keys_b = run_a.metric_keys(), run_b.metric_keys()
     common = [k for k in keys_b if k in set(keys_a)]
@@ -551,7 +570,8 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
         bottleneck=bottleneck_shift(run_a.report, run_b.report), warnings=warnings,
         human=pairwise.summary(Path(a_dir), Path(b_dir), run_a.report, run_b.report,
                                run_a.values, run_b.values, resamples=resamples,
-                               warnings=warnings))
+                               warnings=warnings, judged=judged_pairs),
+        judge_pairwise=judged_pairs)
 
 
 def _judge(run: Run) -> tuple:
@@ -700,6 +720,15 @@ def fmt_delta(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:+.{digits}f}"
 
 
+def _preferred(counts: dict[str, Any], on_ties: str = "") -> str:
+    """Preferences between the runs as the terminal says them (people's or the judge's)."""
+    ci = counts["win_rate_ci95"]
+    return (f"B preferred {counts['b_wins']}, A {counts['a_wins']}, ties {counts['ties']}"
+            f"{on_ties}; B's win rate {fmt(counts['win_rate_b'], 2)}"
+            + (f" [{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if ci else "")
+            + f", sign test p = {fmt_p(counts['sign_test_p'])}")
+
+
 def print_comparison(cmp: Comparison, console) -> None:
     """The terminal view: one row per metric, the bottleneck, warnings, a verdict line."""
     from rich.table import Table
@@ -742,21 +771,27 @@ def print_comparison(cmp: Comparison, console) -> None:
         console.print(f"bottleneck: {bn.note}")
     if cmp.human is not None:
         h = cmp.human
-        ci = h["win_rate_ci95"]
-        console.print(
-            f"people ({', '.join(h['reviewers'])}, {h['cases']} cases): B preferred "
-            f"{h['b_wins']}, A {h['a_wins']}, ties {h['ties']}; B's win rate "
-            f"{fmt(h['win_rate_b'], 2)}" + (f" [{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if ci else "")
-            + f", sign test p = {fmt_p(h['sign_test_p'])}", highlight=False)
+        console.print(f"people ({', '.join(h['reviewers'])}, {h['cases']} cases): "
+                      f"{_preferred(h)}", highlight=False)
         j = h["judge"]
         if j["cases"]:
             mci = j["match_ci95"]
+            how = (f"judged pairwise on {j['criterion']}" if j.get("criterion") else
+                   f"mean {', '.join(j['metrics'])} of {j['component']}")
             console.print(
-                f"the judge's preferred run (mean {', '.join(j['metrics'])} of {j['component']}) "
+                f"the judge's preferred run ({how}) "
                 f"is the people's in {j['matches']} of {j['cases']} cases "
                 f"({fmt(j['match_rate'], 2)}"
                 + (f" [{fmt(mci[0], 2)}, {fmt(mci[1], 2)}]" if mci else "") + ")",
                 highlight=False)
+    if cmp.judge_pairwise is not None:
+        jp = cmp.judge_pairwise
+        console.print(
+            f"the judge ({jp['judge']}, {jp['component']}.{jp['criterion']}, each case in both "
+            f"orders, {jp['cases']} cases): "
+            + _preferred(jp, f" ({jp['order_disagreements']} where the two orders disagreed)")
+            + (f"; {jp['errors']} cases without a judgment" if jp["errors"] else ""),
+            highlight=False)
     for extra, label in ((cmp.only_in_a, "A"), (cmp.only_in_b, "B")):
         if extra:
             console.print(f"measured in run {label} only (not compared): {', '.join(extra)}")

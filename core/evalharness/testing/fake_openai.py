@@ -401,6 +401,8 @@ def _from_schema(schema: dict, seed: int) -> Any:
     {'ok': True, 'score': 4}
     """
     kind = schema.get("type")
+    if schema.get("enum"):
+        return schema["enum"][seed % len(schema["enum"])]
     if kind == "object":
         props = schema.get("properties") or {}
         return {name: _from_schema(sub, seed // (n + 2) + n)
