@@ -154,11 +154,12 @@ def judge_runs(a_dir: Path, b_dir: Path, name: str, scenario: Any, judge: Any,
     rate with its interval and sign test, and each case's two judgment records."""
     c = criterion_of(name, scenario, report_b)
     task = task_for(c)
-    a_results = {r.case.id: r for r in Results.open(Path(a_dir) / "results.jsonl")}
+    a_results = Results.open(Path(a_dir) / "results.jsonl")  # a view: read a case when asked
+    where_a = {case: i for i, case in enumerate(a_results.case_ids)}
     pairs = []
     for result_b in Results.open(Path(b_dir) / "results.jsonl"):
-        result_a = a_results.get(result_b.case.id)
-        fa = _fields(c, result_a) if result_a is not None else None
+        i = where_a.get(result_b.case.id)
+        fa = _fields(c, a_results[i]) if i is not None else None
         fb = _fields(c, result_b)
         if fa is not None and fb is not None:
             pairs.append((result_b.case.id, fb[0], fa[1], fb[1]))
