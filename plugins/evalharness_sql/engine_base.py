@@ -27,11 +27,43 @@ class Engine:
         queries held to ``limits`` (:class:`~evalharness_sql.sandbox.Limits`)."""
         raise NotImplementedError
 
+    _schema: Schema | None = None
+    _rows: dict[tuple[str, int], list[tuple[Any, ...]]]
+
     def schema(self) -> Schema:
-        raise NotImplementedError
+        """The database's schema, read once (through :meth:`_reader`, by default)."""
+        if self._schema is None:
+            conn = self._reader()
+            try:
+                self._schema = self._read_schema(conn)
+            finally:
+                conn.close()
+        return self._schema
 
     def rows(self, table: str, limit: int) -> list[tuple[Any, ...]]:
-        """Up to ``limit`` rows of a base table, in storage order."""
+        """Up to ``limit`` rows of a base table, in storage order (read once per table and
+        limit, through :meth:`_reader`, by default)."""
+        key = (table.lower(), limit)
+        if key not in self._rows:
+            t = self.schema().table(table)
+            if t is None or t.is_view:
+                return []
+            conn = self._reader()
+            try:
+                cols = ", ".join(_quote(c.name) for c in t.columns)
+                self._rows[key] = [tuple(r) for r in conn.execute(
+                    f"SELECT {cols} FROM {_quote(t.name)} LIMIT {int(limit)}").fetchall()]
+            finally:
+                conn.close()
+        return self._rows[key]
+
+    def _reader(self) -> Any:
+        """A trusted read-only connection (the caller closes it), for an engine whose
+        database this process opens itself (SQLite, DuckDB); an engine that reads otherwise
+        overrides :meth:`schema` and :meth:`rows`."""
+        raise NotImplementedError
+
+    def _read_schema(self, conn: Any) -> Schema:
         raise NotImplementedError
 
     def build(self, data: dict[str, list[tuple[Any, ...]]], limits: Limits | None = None) -> Any:

@@ -38,6 +38,12 @@ class DuckDBEngine(Engine):
 
         return duckdb.connect(path, read_only=read_only, config=dict(_DUCKDB_CONFIG))
 
+    def _reader(self) -> Any:
+        return self._open(self.path, True)
+
+    def _read_schema(self, conn: Any) -> Schema:
+        return _duckdb_schema(conn)
+
     def connect(self, limits: Limits | None = None) -> Any:
         """A read-only connection in a sandbox process (:mod:`evalharness_sql.duckproc`)."""
         from evalharness_sql.duckproc import Connection
@@ -50,30 +56,6 @@ class DuckDBEngine(Engine):
     def fingerprint(self) -> str:
         st = os.stat(self.path)
         return f"duckdb:{self.path}:{st.st_size}:{st.st_mtime_ns}"
-
-    def schema(self) -> Schema:
-        if self._schema is None:
-            conn = self._open(self.path, True)
-            try:
-                self._schema = _duckdb_schema(conn)
-            finally:
-                conn.close()
-        return self._schema
-
-    def rows(self, table: str, limit: int) -> list[tuple[Any, ...]]:
-        key = (table.lower(), limit)
-        if key not in self._rows:
-            t = self.schema().table(table)
-            if t is None or t.is_view:
-                return []
-            conn = self._open(self.path, True)
-            try:
-                cols = ", ".join(_quote(c.name) for c in t.columns)
-                self._rows[key] = [tuple(r) for r in conn.execute(
-                    f"SELECT {cols} FROM {_quote(t.name)} LIMIT {int(limit)}").fetchall()]
-            finally:
-                conn.close()
-        return self._rows[key]
 
     def build(self, data: dict[str, list[tuple[Any, ...]]], limits: Limits | None = None) -> Any:
         """A test database in a sandbox process (:mod:`evalharness_sql.duckproc`): the base

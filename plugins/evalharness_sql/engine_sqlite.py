@@ -62,6 +62,11 @@ class SQLiteEngine(Engine):
             return conn
         return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
 
+    _reader = _trusted
+
+    def _read_schema(self, conn: Any) -> Schema:
+        return _sqlite_schema(conn)
+
     def connect(self, limits: Limits | None = None) -> sqlite3.Connection:
         if self._memory is not None:
             return lock_sqlite(self._trusted(), scope=self._scope, limits=limits)
@@ -75,30 +80,6 @@ class SQLiteEngine(Engine):
             return f"memory:{id(self._memory)}"
         st = os.stat(self.path)
         return f"{self.path}:{st.st_size}:{st.st_mtime_ns}"
-
-    def schema(self) -> Schema:
-        if self._schema is None:
-            conn = self._trusted()
-            try:
-                self._schema = _sqlite_schema(conn)
-            finally:
-                conn.close()
-        return self._schema
-
-    def rows(self, table: str, limit: int) -> list[tuple[Any, ...]]:
-        key = (table.lower(), limit)
-        if key not in self._rows:
-            t = self.schema().table(table)
-            if t is None or t.is_view:
-                return []
-            conn = self._trusted()
-            try:
-                cols = ", ".join(_quote(c.name) for c in t.columns)
-                self._rows[key] = [tuple(r) for r in conn.execute(
-                    f"SELECT {cols} FROM {_quote(t.name)} LIMIT {int(limit)}")]
-            finally:
-                conn.close()
-        return self._rows[key]
 
     def _create_script(self) -> str:
         if self._script is None:
