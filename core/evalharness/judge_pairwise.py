@@ -31,7 +31,7 @@ from evalharness.errors import InputError, ScenarioError
 from evalharness.judge.tasks import JudgmentTask
 from evalharness.results import Results
 from evalharness.review import stats as S
-from evalharness.rubrics import BOOKKEEPING, RubricSettings
+from evalharness.rubrics import BOOKKEEPING, RubricSettings, criterion_lines
 from evalharness.stats import seed_for
 
 
@@ -77,10 +77,7 @@ def rubric(c: Criterion) -> str:
              "`domain`; any application when it is null), produced for the same input, "
              "against one criterion. `shared` holds what both answer; `first` and `second` "
              "hold each output's fields. Judge only what the fields show; the order in which "
-             "the two are given means nothing.", "", f"Criterion: {c.criterion.strip()}"]
-    if c.steps:
-        lines += ["", "Evaluation steps:"] + [f"{n}. {s.strip()}" for n, s in
-                                              enumerate(c.steps, 1)]
+             "the two are given means nothing.", *criterion_lines(c.criterion, c.steps)]
     lines += ["", "Give a short reason first, then `preferred`: `first` or `second` for the "
               "output that better satisfies the criterion, `tie` when neither does better."]
     return "\n".join(lines)

@@ -180,11 +180,7 @@ def rubric_text(settings: RubricSettings) -> str:
              "any application when it is null) against one criterion. The input gives the "
              "component's name and, under `fields`, what you may look at. Judge only what "
              "those fields show, never your own knowledge of the world.",
-             "", f"Criterion: {settings.criterion.strip()}"]
-    if settings.steps:
-        lines += ["", "Evaluation steps:"]
-        lines += [f"{n}. {step.strip()}" for n, step in enumerate(settings.steps, 1)]
-    lines.append("")
+             *criterion_lines(settings.criterion, settings.steps), ""]
     if settings.scale == "binary":
         lines.append("Give a short reason first, then `holds`: true when the criterion holds, "
                      "false otherwise.")
@@ -197,6 +193,18 @@ def rubric_text(settings: RubricSettings) -> str:
         lines.append("Give a short reason first, then `score`, from 0 (the criterion does not "
                      "hold at all) to 1 (it holds fully).")
     return "\n".join(lines)
+
+
+def criterion_lines(criterion: str, steps: Sequence[str]) -> list[str]:
+    """The criterion and its evaluation steps, as a rubric states them.
+
+    >>> criterion_lines("Polite.", ["Read it."])
+    ['', 'Criterion: Polite.', '', 'Evaluation steps:', '1. Read it.']
+    """
+    lines = ["", f"Criterion: {criterion.strip()}"]
+    if steps:
+        lines += ["", "Evaluation steps:", *(f"{n}. {s.strip()}" for n, s in enumerate(steps, 1))]
+    return lines
 
 
 def version_of(settings: RubricSettings) -> str:
