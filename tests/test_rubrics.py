@@ -246,6 +246,8 @@ def test_rubric_try_shows_what_the_judge_says_before_a_run(tmp_path):
                         env=env)
         asked = server.counts["chat"]
         missing = run_cli("rubric", "try", path, "politeness", env=env)
+        no_case = run_cli("rubric", "try", path, "reads_sizes_right", "--cases", "q999",
+                          env=env)
     said = json.loads(first.out)
     assert said["component"] == "text2sql" and said["verdict"] == ">= 4"
     assert [r["case"] for r in said["cases"]] == ["q001", "q004"]
@@ -254,4 +256,5 @@ def test_rubric_try_shows_what_the_judge_says_before_a_run(tmp_path):
     assert again.code == 0 and "(from the cache)" in again.out and "q004" in again.out
     assert f"rubric {said['version']}" in again.out
     assert missing.code == 2 and "no metric 'politeness' is configured" in missing.err
+    assert no_case.code == 2 and "--cases: no case 'q999'" in no_case.err, no_case
     assert not list(tmp_path.glob("*/results.jsonl")), "nothing written but the cache"
