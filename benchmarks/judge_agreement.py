@@ -479,6 +479,54 @@ def groundedness_report(judge: Judge, limit: int | None, out: Callable[[str], No
     return all(beaten.values())
 
 
+def plugin_faithfulness(judge: Judge, items: Sequence[dict[str, Any]], rows: str
+                        ) -> tuple[list[float | None], int]:
+    """Faithfulness through the generation plugin's evaluator, as a run computes it (each
+    item's context as the generator's one context, no trace): with ``rows: table`` a context
+    that reads as rows (``column: value`` lines, a Markdown table) is parsed back and checked
+    by the row verifier; ``rows: text`` is the judge before it. Also: how many items' contexts
+    were read as rows."""
+    from evalharness.context import EvalContext
+    from evalharness.models import Case, GeneratorStep
+    from evalharness.registry import run_evaluator
+    from evalharness_generation import register_evaluators
+    from evalharness_generation.sources import generator_evidence
+
+    batch = [(Case(id=r["id"], question=r["question"]),
+              GeneratorStep(answer=r["answer"], contexts=[r["context"]])) for r in items]
+    context = EvalContext(judge=judge)
+    as_rows = sum(bool(generator_evidence(c, s, context).tables) for c, s in batch)
+    values = run_evaluator(register_evaluators, "faithfulness", batch, {"rows": rows},
+                           context=context)
+    return [v["faithfulness"].value for v in values], as_rows
+
+
+def row_linking_report(judge: Judge, limit: int | None, out: Callable[[str], None]) -> None:
+    """No regression on prose: faithfulness with the row verifier on (the plugin's default)
+    beside the judge before it (rows as text), on the same BEGIN items."""
+    items = read_jsonl(GROUNDEDNESS, limit)
+    labels = [r["label"] == "supported" for r in items]
+    now, parsed = plugin_faithfulness(judge, items, "table")
+    before, _ = plugin_faithfulness(judge, items, "text")
+    subsets: dict[str, list[int]] = {}
+    for i, r in enumerate(items):
+        subsets.setdefault(r["source"], []).append(i)
+    rows = []
+    for name, idx in sorted(subsets.items()):
+        idx = [i for i in idx if now[i] is not None and before[i] is not None]
+        y = [labels[i] for i in idx]
+        a, b = [now[i] for i in idx], [before[i] for i in idx]
+        rows.append([name, str(len(idx)), fmt(roc_auc(a, y)), fmt(roc_auc(b, y)),
+                     fmt(balanced_accuracy(a, y, FIXED_THRESHOLD)),
+                     fmt(balanced_accuracy(b, y, FIXED_THRESHOLD)),
+                     str(sum(x != z for x, z in zip(a, b, strict=True)))])
+    out("Prose contexts with the row verifier on (rows: table, the default) beside the judge "
+        "before it (rows: text), faithfulness through the generation plugin")
+    out(table(["subset", "n", "AUC now", "AUC before", "BA@0.5 now", "BA@0.5 before",
+               "items changed"], rows))
+    out(f"contexts read as rows: {parsed} of {len(items)}")
+
+
 def relevancy_report(judge: Judge, limit: int | None, out: Callable[[str], None]) -> None:
     items = read_jsonl(RELEVANCY, limit)
     scores = relevancy_scores(judge, items)
@@ -535,6 +583,8 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         beats = True
         if args.only != "relevancy":
             beats = groundedness_report(judge, args.limit, out, args.diagnostics)
+            out("")
+            row_linking_report(judge, args.limit, out)
             out("")
         if args.only != "groundedness":
             relevancy_report(judge, args.limit, out)

@@ -19,8 +19,10 @@ an independently built set is what measures.
 
 The measurement is the generation plugin's own ``faithfulness`` evaluator (through
 ``evalharness.registry.run_evaluator``), exactly as a run computes it, with the offline
-heuristic judge: ROC-AUC, and accuracy at the default verdict threshold (0.5), overall and per
-kind.
+heuristic judge, each item's rows on the same trace's text-to-SQL step: ROC-AUC, and accuracy
+at the default verdict threshold (0.5), overall and per kind — for the row verifier's
+``faithfulness`` and ``faithfulness_all`` beside the previous judge, which read the rows as
+text (``rows: text``), on the same items.
 """
 
 from __future__ import annotations
@@ -251,42 +253,51 @@ def build(seed: int = SEED, per_kind: int = 10) -> list[dict[str, Any]]:
     return out
 
 
-def measure(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """Faithfulness as a run computes it (the generation plugin's evaluator, the heuristic
-    judge): per item its score; ROC-AUC and accuracy at the threshold, overall and per kind."""
+def scores(items: list[dict[str, Any]], rows: str = "table",
+           availability: list[str] | None = None) -> dict[str, list[float | None]]:
+    """Per item, ``faithfulness`` and ``faithfulness_all`` as a run computes them: the
+    generation plugin's evaluator with the offline judge, each item's rows on the same trace's
+    text-to-SQL step (as a run records them) and its rendered rows as the generator's contexts.
+    ``rows="text"`` gives the judge the rows as text, as before the row verifier."""
     from evalharness.context import EvalContext
     from evalharness.judge import JudgeConfig
     from evalharness.judge.heuristic import HeuristicJudge
-    from evalharness.models import Case, GeneratorStep
+    from evalharness.models import Case, GeneratorStep, Text2SQLStep, Trace
     from evalharness.registry import run_evaluator
-    from evalharness.review.stats import roc_auc
     from evalharness_generation import register_evaluators
 
     judge = HeuristicJudge(JudgeConfig(cache_mode="off"))
-    batch = [(Case(id=i["id"], question=i["question"]),
-              GeneratorStep(answer=i["answer"], contexts=i["contexts"])) for i in items]
-    rows = run_evaluator(register_evaluators, "faithfulness", batch,
-                         context=EvalContext(judge=judge))
+    batch, traces = [], {}
+    for i in items:
+        step = GeneratorStep(answer=i["answer"], contexts=i["contexts"])
+        batch.append((Case(id=i["id"], question=i["question"]), step))
+        traces[i["id"]] = Trace(case_id=i["id"], text2sql=Text2SQLStep(
+            sql=i.get("sql"), columns=i["columns"], rows=i["rows"]), generator=step)
+    settings = {"rows": rows, "availability": availability}
+    out = run_evaluator(register_evaluators, "faithfulness", batch, settings,
+                        context=EvalContext(judge=judge, traces=traces))
     judge.close()
-    scores = [r["faithfulness"].value for r in rows]
-    unscored: dict[str, str] = {}
-    for r, i in zip(rows, items, strict=True):
-        if r["faithfulness"].value is None:
-            unscored.setdefault(i["kind"], str(r["faithfulness"].error))
-    kept = [(s, i) for s, i in zip(scores, items, strict=True) if s is not None]
+    return {m: [r[m].value for r in out] for m in ("faithfulness", "faithfulness_all")}
+
+
+def measure(items: list[dict[str, Any]], values: list[float | None]) -> dict[str, Any]:
+    """ROC-AUC and accuracy at the threshold of one metric's values, overall and per kind
+    (items without a value — a metric that could not be computed — are counted apart)."""
+    from evalharness.review.stats import roc_auc
+
+    kept = [(s, i) for s, i in zip(values, items, strict=True) if s is not None]
     labels = [i["supported"] for _, i in kept]
-    values = [s for s, _ in kept]
+    vals = [s for s, _ in kept]
     by_kind: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     for s, i in kept:
         by_kind[i["kind"]].append((s, i["supported"]))
     return {
         "items": len(items), "scored": len(kept),
-        "auc": roc_auc(values, labels),
-        "accuracy": sum((s >= THRESHOLD) == y for s, y in zip(values, labels, strict=True))
-        / len(kept),
-        "correct_passed": sum(s >= THRESHOLD for s, y in zip(values, labels, strict=True) if y)
+        "auc": roc_auc(vals, labels),
+        "accuracy": sum((s >= THRESHOLD) == y for s, y in zip(vals, labels, strict=True))
+        / max(1, len(kept)),
+        "correct_passed": sum(s >= THRESHOLD for s, y in zip(vals, labels, strict=True) if y)
         / max(1, sum(labels)),
-        "unscored": unscored,
         "kinds": {k: {"n": len(v), "pass_correct": _mean([s >= THRESHOLD for s, y in v if y]),
                       "pass_wrong": _mean([s >= THRESHOLD for s, y in v if not y])}
                   for k, v in sorted(by_kind.items())},
@@ -297,34 +308,71 @@ def _mean(xs: list[bool]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+SETS = {"A": OUT, "B": HERE / "data" / "row_claims" / "items_b.jsonl"}
+"""Set A: built by this script; set B: written independently of the verifier
+(``row_claims_b.py``), to check that what works on A is not fitted to its phrasings."""
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    path = SETS[name]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(ROOT)}")
     parser.add_argument("--by-kind", action="store_true", help="per kind pass rates")
-    parser.add_argument("--per-kind", type=int, default=10, help="pairs per kind")
+    parser.add_argument("--per-kind", type=int, default=10, help="pairs per kind (set A)")
+    parser.add_argument("--set", choices=[*SETS, "all"], default="all",
+                        help="which labelled set to measure on (default: all)")
     args = parser.parse_args(argv)
-    items = build(per_kind=args.per_kind)
     if args.write:
+        items = build(per_kind=args.per_kind)
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items),
                        encoding="utf-8")
         print(f"wrote {len(items)} items to {OUT.relative_to(ROOT)}", file=sys.stderr)
-    result = measure(items)
-    kinds = len(result["kinds"])
-    print(f"row-grounded answers: {result['items']} items ({sum(i['supported'] for i in items)}"
-          f" correct, {sum(not i['supported'] for i in items)} with one planted error; {kinds} "
-          f"kinds), {result['scored']} scored")
-    print(f"offline judge faithfulness: ROC-AUC {result['auc']:.3f}, accuracy at "
-          f">= {THRESHOLD} {result['accuracy']:.3f}, correct answers passed "
-          f"{result['correct_passed']:.3f}")
-    for kind, why in result["unscored"].items():
-        print(f"not scored, {kind}: {why}")
-    if args.by_kind:
-        print(f"{'kind':<22} {'n':>3}  passes: correct  wrong")
-        for kind, k in result["kinds"].items():
-            pc = "—" if k["pass_correct"] is None else f"{k['pass_correct']:.2f}"
-            pw = "—" if k["pass_wrong"] is None else f"{k['pass_wrong']:.2f}"
-            print(f"{kind:<22} {k['n']:>3}  {pc:>15}  {pw:>5}")
+    names = list(SETS) if args.set == "all" else [args.set]
+    for name in names:
+        items = build(per_kind=args.per_kind) if name == "A" else load(name)
+        report(name, items, args.by_kind)
+
+
+def report(name: str, items: list[dict[str, Any]], by_kind: bool) -> None:
+    """Print one set's figures: the previous judge (rows as text) beside the row verifier,
+    each metric's ROC-AUC and accuracy at the threshold."""
+    kinds = len({i["kind"] for i in items})
+    print(f"set {name}: {len(items)} row-grounded answers ({sum(i['supported'] for i in items)} "
+          f"correct, {sum(not i['supported'] for i in items)} with one planted error; {kinds} "
+          "kinds)")
+    before = scores(items, rows="text")
+    after = scores(items, rows="table")
+    rows = [("rows as text (heuristic-v2's way)", "faithfulness", before["faithfulness"]),
+            ("row verifier", "faithfulness", after["faithfulness"]),
+            ("row verifier", "faithfulness_all", after["faithfulness_all"])]
+    print(f"  {'judge':<36} {'metric':<17} {'ROC-AUC':>7} {'accuracy':>8} {'correct passed':>14}"
+          f" {'scored':>6}")
+    results = []
+    for judge, metric, values in rows:
+        r = measure(items, values)
+        results.append(r)
+        print(f"  {judge:<36} {metric:<17} {r['auc']:>7.3f} {r['accuracy']:>8.3f} "
+              f"{r['correct_passed']:>14.3f} {r['scored']:>6}")
+    if by_kind:
+        old, new, strict = results
+        print(f"  {'kind':<24} {'n':>3}  pass correct/wrong: text      verifier   all-claims")
+        for kind, k in new["kinds"].items():
+            cells = [_pass_rates(r["kinds"].get(kind)) for r in (old, new, strict)]
+            print(f"  {kind:<24} {k['n']:>3}  {cells[0]:>25} {cells[1]:>10} {cells[2]:>12}")
+
+
+def _pass_rates(kind: dict | None) -> str:
+    """``correct/wrong`` pass rates of one kind, ``—`` where there is none."""
+    if kind is None:
+        return "—"
+    pc = "—" if kind["pass_correct"] is None else f"{kind['pass_correct']:.2f}"
+    pw = "—" if kind["pass_wrong"] is None else f"{kind['pass_wrong']:.2f}"
+    return f"{pc}/{pw}"
 
 
 if __name__ == "__main__":

@@ -234,7 +234,7 @@ def test_embeddings_are_the_same_in_another_process():
 
 def test_identity(judge):
     assert judge.identity() == {
-        "backend": "heuristic", "model": "heuristic-v2", "embedding_model": "hashing-512-v1",
+        "backend": "heuristic", "model": "heuristic-v3", "embedding_model": "hashing-512-v1",
         "llm": False, "label": "heuristic (offline, deterministic; not an LLM)"}
     assert judge.cacheable is False
 
@@ -246,7 +246,7 @@ def test_run_many_and_embed_many(judge):
     assert [j.output.claims for j in judgments] == [["The coat costs €179."], []]
     first = judgments[0]
     assert (first.task, first.rubric_version, first.backend, first.model) == (
-        "claims", CLAIMS.version, "heuristic", "heuristic-v2")
+        "claims", CLAIMS.version, "heuristic", "heuristic-v3")
     assert first.error is None and first.raw is None and first.requests == 0
     assert first.key == judge.key(CLAIMS, ClaimsInput(question="Price?", answer=(
         "The coat costs €179. Hope this helps!")))

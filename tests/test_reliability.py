@@ -579,8 +579,8 @@ def test_judge_usage_equals_what_the_endpoint_received(tmp_path):
     with FakeOpenAI() as server:
         text = text.replace("backend: heuristic", f"backend: openai\n  model: fake-judge\n"
                             f"  base_url: {server.base_url}\n  cache_mode: 'off'")
-        text = text.replace("generator: [faithfulness,", "generator: [forgetful, crashing, "
-                            "faithfulness,")
+        text = text.replace("    - faithfulness: {", "    - forgetful\n    - crashing\n"
+                            "    - faithfulness: {")
         assert "forgetful" in text
         scenario = write(tmp_path / "shop-counted.yaml", text + "plugins: [counted.py]\n")
         res = run_cli("scenario", scenario, "--out", tmp_path / "o", "-q",

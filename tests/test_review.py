@@ -41,12 +41,13 @@ def invoke(*args) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def faithfulness_targets(review: Review) -> list[tuple[str, float, bool]]:
-    """(case, score, verdict) of every case-level faithfulness target of the run."""
+def faithfulness_targets(review: Review, metric: str = "faithfulness"
+                         ) -> list[tuple[str, float, bool]]:
+    """(case, score, verdict) of every case-level target of a generator metric of the run."""
     out = []
     for result in review.run.results:
         for t in review.targets(result.case.id):
-            if (t.component, t.metric, t.item) == ("generator", "faithfulness", ""):
+            if (t.component, t.metric, t.item) == ("generator", metric, ""):
                 out.append((result.case.id, t.score, t.verdict))
     return out
 
@@ -260,23 +261,27 @@ def test_a_better_threshold_says_what_it_would_change(run):
 
 def test_scenario_labels_and_agreement_gates(run, tmp_path):
     review = Review.open(run)
-    targets = faithfulness_targets(review)
+    # answer relevancy: the sample's verdicts are of both kinds (its faithfulness verdicts, all
+    # supported by the rows since the row verifier, would leave kappa undefined)
+    targets = faithfulness_targets(review, "answer_relevancy")
+    assert {v for _, _, v in targets} == {True, False}
     labels_file = tmp_path / "labels.jsonl"
-    L.append(labels_file, [label(c, "yes" if v else "no") for c, _, v in targets])
+    L.append(labels_file, [label(c, "yes" if v else "no", metric="answer_relevancy")
+                           for c, _, v in targets])
     scenario = tmp_path / "shop.yaml"
     text = shop_text_elsewhere() + (
         f"\nlabels: {labels_file}\n"
         "gates_extra: x\n")
     text = text.replace("gates_extra: x\n", "")
-    text = text.replace("gates:\n", "gates:\n  - agreement.generator.faithfulness.kappa >= 0.99\n"
-                        "  - agreement.generator.claim_support.auc >= 0.5\n", 1)
+    text = text.replace("gates:\n", "gates:\n  - agreement.generator.answer_relevancy.kappa >= 0.99"
+                        "\n  - agreement.generator.claim_support.auc >= 0.5\n", 1)
     scenario.write_text(text, encoding="utf-8")
     out = tmp_path / "gated"
     proc = run_cli("scenario", scenario, "--out", out, "--sample", "12", "--seed", "1",
                    "--no-headroom")
     report = json.loads((out / "report.json").read_text())
     gates = {g["name"]: g for g in report["gates"]}
-    kappa = gates["agreement.generator.faithfulness.kappa >= 0.99"]
+    kappa = gates["agreement.generator.answer_relevancy.kappa >= 0.99"]
     assert kappa["passed"] and kappa["value"] == pytest.approx(1.0), proc
     claims = gates["agreement.generator.claim_support.auc >= 0.5"]
     assert not claims["passed"] and "no labels of it" in claims["reason"]
@@ -289,7 +294,7 @@ def test_scenario_labels_and_agreement_gates(run, tmp_path):
             ("agreement.generatr.faithfulness.kappa >= 0.6", "'generatr' is not a component"),
             ("agreement.generator.faithfulnes.kappa >= 0.6", "Did you mean 'faithfulness'")):
         bad = tmp_path / "bad.yaml"
-        bad.write_text(text.replace("agreement.generator.faithfulness.kappa >= 0.99", gate),
+        bad.write_text(text.replace("agreement.generator.answer_relevancy.kappa >= 0.99", gate),
                        encoding="utf-8")
         with pytest.raises(ScenarioError, match=message):
             from evalharness.scenario import load_scenario

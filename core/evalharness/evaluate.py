@@ -42,8 +42,31 @@ def evaluate_batch(
     """Evaluate every component of the pipeline on a batch; one :class:`CaseResult` per pair.
 
     ``only``: (component, metric) pairs; evaluators producing none of them are skipped (the
-    oracle reruns need only what the verdicts read)."""
+    oracle reruns need only what the verdicts read). A batch with several traces of one case
+    (the oracle reruns of a case) is evaluated in layers of distinct cases, so that every
+    evaluator's ``context.traces[case.id]`` is the trace of the pair it judges."""
     warned = warned if warned is not None else set()
+    seen: dict[str, int] = {}  # case id -> how many traces of it so far
+    layers: list[list[int]] = []
+    for i, (case, _) in enumerate(pairs):
+        n = seen.get(case.id, 0)
+        seen[case.id] = n + 1
+        if n == len(layers):
+            layers.append([])
+        layers[n].append(i)
+    if len(layers) > 1:
+        results: list[CaseResult | None] = [None] * len(pairs)
+        for layer in layers:
+            done = _evaluate(scenario, context, [pairs[i] for i in layer], warned, only)
+            for i, result in zip(layer, done, strict=True):
+                results[i] = result
+        return results  # type: ignore[return-value]
+    return _evaluate(scenario, context, pairs, warned, only)
+
+
+def _evaluate(scenario: Scenario, context: EvalContext, pairs: Sequence[tuple[Case, Trace]],
+              warned: set[str], only: set[tuple[str, str]] | None) -> list[CaseResult]:
+    """:func:`evaluate_batch` on pairs of distinct cases."""
     results = [CaseResult(case=case, trace=trace) for case, trace in pairs]
     host = scenario.host
     calls: list[_Call] = []

@@ -68,6 +68,12 @@ MAX_CASES = 300
 MAX_ROWS = 10
 """SQL result rows shown per case."""
 
+MAX_CLAIMS = 30
+"""Claims listed per claim check of a metric of a case (the rest are counted)."""
+
+MAX_EVIDENCE = 12
+"""Evidence lines shown per claim (the rest are counted)."""
+
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 """The page's Content-Security-Policy: no request of any kind; only its own inline CSS and
 scripts run, and ``data:`` images (the empty favicon)."""
@@ -357,14 +363,55 @@ class StepView:
 
 
 @dataclass(frozen=True)
+class ClaimView:
+    """One claim the judge checked for a metric (a verdict of a ``claim_support`` judgment),
+    as the case's metrics list it: a mark, the claim, and why on hover (``title``) and in a
+    ``<details>`` toggle."""
+
+    text: str
+    supported: bool
+    confidence: float | None
+    reason: str
+    evidence: list[str]
+    """The verdict's evidence lines (a row, column and value; a computation; a passage), at
+    most :data:`MAX_EVIDENCE`, with a last line counting the rest; empty in runs recorded
+    before the judge gave evidence."""
+
+    @property
+    def title(self) -> str:
+        """The hover text: the reason, then the evidence lines, one a line (the mark and the
+        confidence are shown beside the claim); the verdict in words when there is neither."""
+        lines = [self.reason] if self.reason else []
+        if self.evidence:
+            lines += ["evidence:", *(f"· {line}" for line in self.evidence)]
+        return "\n".join(lines) or ("supported" if self.supported else "not supported")
+
+
+@dataclass(frozen=True)
+class ClaimGroup:
+    """The claims of one ``claim_support`` judgment of a metric value."""
+
+    label: str
+    """``check N of M`` when the value holds several such judgments (answer correctness
+    checks the answer's claims against the reference, then the reference's against the
+    answer); else empty."""
+    claims: list[ClaimView]
+    more: int
+    """Claims of the judgment not listed (beyond :data:`MAX_CLAIMS`)."""
+
+
+@dataclass(frozen=True)
 class MetricRow:
-    """One metric of a case, with the evidence worth reading: its reason, else its details."""
+    """One metric of a case, with the evidence worth reading: its reason, else its details;
+    and the claims the judge checked for it, when its details hold a ``claim_support``
+    judgment."""
 
     name: str
     failed: bool
     value: MetricValue
     reason: str
     details: str
+    claims: tuple[ClaimGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -575,7 +622,8 @@ def _case_metrics(r: CaseResult, report: Report) -> list[MetricBlock]:
         if c is None and v is None:
             continue
         failed = set(v.failed) if v is not None else set()
-        rows = [MetricRow(name, name in failed, m, *_metric_detail(m))
+        rows = [MetricRow(name, name in failed, m, *_metric_detail(m),
+                          claims=_claim_groups(m.details))
                 for name, m in (c.metrics.items() if c is not None else ())]
         blocks.append(MetricBlock(comp, v, c, rows))
     return blocks
@@ -594,3 +642,62 @@ def _metric_detail(m: MetricValue) -> tuple[str, str]:
         return short(reason, 600), short_json(rest, 200) if rest else ""
     return "", short_json(details, 400)
 
+
+
+def _claim_groups(details: dict[str, Any]) -> tuple[ClaimGroup, ...]:
+    """The claims of every ``claim_support`` judgment record in a metric value's details
+    (``details["judgments"]``, see ``Judgment.record``), in order. Records are plugin data read
+    back from results.jsonl: anything not of the expected shape is left out, never an error.
+
+    >>> rec = {"task": "claim_support", "output": {"verdicts": [
+    ...     {"claim": "It costs 49.90 €.", "supported": True, "reason": "row 1",
+    ...      "confidence": 0.9, "evidence": ["row 1 price = 49.9"]}]}}
+    >>> [g] = _claim_groups({"judgments": [{"task": "claims"}, rec]})
+    >>> g.label, g.claims[0].text, g.claims[0].supported, g.claims[0].evidence
+    ('', 'It costs 49.90 €.', True, ['row 1 price = 49.9'])
+    >>> print(g.claims[0].title)
+    row 1
+    evidence:
+    · row 1 price = 49.9
+    >>> _claim_groups({"judgments": "nonsense"}), _claim_groups({})
+    ((), ())
+    """
+    records = details.get("judgments")
+    if not isinstance(records, list):
+        return ()
+    found: list[list[ClaimView]] = []
+    for record in records:
+        if not isinstance(record, dict) or record.get("task") != "claim_support":
+            continue
+        output = record.get("output")
+        verdicts = output.get("verdicts") if isinstance(output, dict) else None
+        if not isinstance(verdicts, list):
+            continue
+        claims = [c for c in map(_claim_view, verdicts) if c is not None]
+        if claims:
+            found.append(claims)
+    return tuple(ClaimGroup(f"check {n} of {len(found)}" if len(found) > 1 else "",
+                            claims[:MAX_CLAIMS], max(0, len(claims) - MAX_CLAIMS))
+                 for n, claims in enumerate(found, 1))
+
+
+def _claim_view(verdict: Any) -> ClaimView | None:
+    """One claim verdict of a ``claim_support`` record, or ``None`` when it is no verdict (no
+    claim text, or no yes/no ``supported``)."""
+    if not isinstance(verdict, dict):
+        return None
+    claim, supported = verdict.get("claim"), verdict.get("supported")
+    if not isinstance(claim, str) or not isinstance(supported, bool):
+        return None
+    confidence = verdict.get("confidence")
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        confidence = None
+    reason = verdict.get("reason")
+    raw = verdict.get("evidence")
+    lines = [short(str(x), 300) for x in raw if x is not None and str(x).strip()] \
+        if isinstance(raw, list) else []
+    if len(lines) > MAX_EVIDENCE:
+        lines = [*lines[:MAX_EVIDENCE], f"(and {len(lines) - MAX_EVIDENCE} more)"]
+    return ClaimView(short(claim, 400), supported,
+                     float(confidence) if confidence is not None else None,
+                     short(reason, 600) if isinstance(reason, str) else "", lines)

@@ -283,12 +283,14 @@ class Registry:
 
 
 def run_evaluator(register_evaluators: Callable[[Callable[[Evaluator], None]], None], name: str,
-                  batch: Sequence[tuple[Any, Any]], settings: BaseModel | None = None,
+                  batch: Sequence[tuple[Any, Any]],
+                  settings: BaseModel | dict[str, Any] | None = None,
                   context: Any = None) -> Any:
     """Run a plugin's evaluator by name on a batch, outside a run (notebooks, tests): the
     plugin's ``register_evaluators`` says what it has. ``None`` when it has no such evaluator;
-    ``context`` defaults to an empty :class:`evalharness.context.EvalContext` (no judge, no
-    database, no corpus).
+    ``settings`` as the evaluator's settings model or a dict of them (as a scenario writes
+    them, validated the same way); ``context`` defaults to an empty
+    :class:`evalharness.context.EvalContext` (no judge, no database, no corpus).
     """
     found: list[Evaluator] = []
     register_evaluators(found.append)
@@ -301,6 +303,8 @@ def run_evaluator(register_evaluators: Callable[[Callable[[Evaluator], None]], N
         from evalharness.context import EvalContext
 
         context = EvalContext()
+    if isinstance(settings, dict):
+        settings = chosen.settings.model_validate(settings)
     return call_with(chosen.evaluate, batch=batch, context=context, component=chosen.component,
                      settings=settings if settings is not None else chosen.settings(),
                      evaluator=name)

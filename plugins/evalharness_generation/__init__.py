@@ -3,7 +3,9 @@
 Evaluators and their metrics:
 
 - ``faithfulness`` (judge): supported claims / all claims, against the context the generator
-  was given (retrieved chunks and SQL rows rendered as text); unsupported claims listed.
+  was given (retrieved chunks as text; SQL rows as typed rows, which the offline judge checks
+  claim by claim); unsupported claims listed. ``faithfulness_all``: the weakest claim's
+  support, so one unsupported claim fails the answer (for lists, where every line counts).
 - ``answer_relevancy`` (judge + embeddings): mean cosine similarity between the question and
   ``n`` questions the judge writes from the answer; noncommittal answers score 0.
 - ``answer_correctness`` (judge): claim-level precision, recall and F1 against the reference.
@@ -26,6 +28,7 @@ from evalharness import Evaluator, Init, LabelGold, Metric, MetricValue, hookimp
 from evalharness.registry import run_evaluator
 from evalharness_generation.judged import (
     CORRECTNESS,
+    FAITHFULNESS,
     FaithfulnessSettings,
     RelevancySettings,
     answer_correctness,
@@ -73,6 +76,10 @@ METRICS = {
         "faithfulness", verdict=">= 0.5", gold=ANSWER, item_labels=("claim_support",),
         question="Is every statement of the answer supported by its contexts?",
         description="the answer says what its context says (supported claims / claims)"),
+    "faithfulness_all": Metric(
+        "faithfulness_all", gold=ANSWER,
+        question="Is every statement of the answer supported by its contexts?",
+        description="the weakest claim's support: one unsupported claim fails the answer"),
     "answer_relevancy": Metric(
         "answer_relevancy", verdict=">= 0.1", gold=ANSWER,
         question="Does the answer address the question?",
@@ -150,11 +157,12 @@ def register_evaluators(register):
         metrics=_declared("latency_ms", "total_tokens"), evaluate=generation_cost,
         description="latency and tokens the generator step reported for each case"))
     register(Evaluator(
-        name="faithfulness", component="generator", metrics=_declared("faithfulness"),
+        name="faithfulness", component="generator", metrics=_declared(*FAITHFULNESS),
         settings=FaithfulnessSettings, needs_judge=True,
         evaluate=faithfulness,
         init=Init(entry="faithfulness", needs_upstream=True, gate=">= 0.6"),
-        description="supported claims / claims, against the rows and chunks given"))
+        description="supported claims / claims, against the rows and chunks given; "
+                    "faithfulness_all: the weakest claim's support"))
     register(Evaluator(
         name="answer_relevancy", component="generator", metrics=_declared("answer_relevancy"),
         settings=RelevancySettings, needs_judge=True, evaluate=answer_relevancy,

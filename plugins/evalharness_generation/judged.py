@@ -28,7 +28,7 @@ from evalharness.judge import (
     Judgment,
     QuestionsInput,
 )
-from evalharness_generation.sources import generator_sources
+from evalharness_generation.sources import generator_evidence, generator_sources
 
 Rows = list[dict[str, MetricValue]]
 
@@ -46,6 +46,10 @@ def _claims(judge, pairs: Sequence[tuple[str, str]], metric: str) -> list[Judgme
 def _verify(judge, pairs: Sequence[tuple[str, list[str]]], metric: str) -> list[Judgment]:
     return judge.run_many(CLAIM_SUPPORT, [ClaimSupportInput(context=c, claims=cl)
                                           for c, cl in pairs], metric=metric)
+
+
+def _verify_inputs(judge, inputs: Sequence[ClaimSupportInput], metric: str) -> list[Judgment]:
+    return judge.run_many(CLAIM_SUPPORT, list(inputs), metric=metric)
 
 
 def _support(verdict_judgment: Judgment, claims: list[str]) -> list[float] | str:
@@ -70,52 +74,87 @@ def _unsupported(verdict_judgment: Judgment, claims: list[str]) -> list[str]:
 class FaithfulnessSettings(BaseModel):
     """Settings of the ``faithfulness`` evaluator."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    rows: Literal["table", "text"] = "table"
+    """How the judge gets rows the generator was given: ``table``, as typed rows (linked from
+    the same trace's text-to-SQL step, or parsed back from the contexts), which the offline
+    judge checks claim by claim (docs/metrics/row-verifier.md) and an LLM judge reads as a
+    table; ``text``, as the context lines they were rendered to (before 0.3)."""
+
+    availability: list[str] | None = None
+    """The columns that say how many of a row's thing can be had (``[stock]``): a claim that
+    it is available needs more than 0, "sold out" needs 0. Unset: the column the claim names,
+    else the only column of whole numbers that is not an id."""
 
 
-def faithfulness(batch, context) -> Rows:
-    """Supported claims over all claims, against everything the generator was given."""
+FAITHFULNESS = ["faithfulness", "faithfulness_all"]
+
+
+def faithfulness(batch, settings: FaithfulnessSettings, context) -> Rows:
+    """Supported claims over all claims, against everything the generator was given; and
+    ``faithfulness_all``, the weakest claim's support (one unsupported claim fails it)."""
     judge = context.judge
     rows: list[dict | None] = [None] * len(batch)
     todo = []
     for i, (case, step) in enumerate(batch):
         answer = (step.answer or "").strip()
-        sources = generator_sources(case, step, context)
-        if not answer:
-            rows[i] = {"faithfulness": MetricValue.failed("the answer is empty")}
-        elif not sources:
-            rows[i] = {"faithfulness": MetricValue.failed(
-                "the generator was given no context (no contexts, SQL rows or chunks)")}
+        evidence = generator_evidence(case, step, context, settings.availability)
+        if settings.rows == "text" or not evidence.tables:
+            prose = generator_sources(case, step, context)
+            inputs = ClaimSupportInput(context="\n\n".join(prose), claims=[]) if prose else None
         else:
-            todo.append((i, case.question, answer, "\n\n".join(sources)))
+            inputs = ClaimSupportInput(context="\n\n".join(evidence.prose), claims=[],
+                                       tables=evidence.tables, question=case.question)
+        if not answer:
+            rows[i] = _both(MetricValue.failed("the answer is empty"))
+        elif inputs is None:
+            rows[i] = _both(MetricValue.failed(
+                "the generator was given no context (no contexts, SQL rows or chunks)"))
+        else:
+            todo.append((i, case.question, answer, inputs))
     claim_j = _claims(judge, [(q, a) for _, q, a, _ in todo], "faithfulness")
     verify = []
-    for (i, _, _, ctx), cj in zip(todo, claim_j, strict=True):
+    for (i, _, _, inputs), cj in zip(todo, claim_j, strict=True):
         if cj.output is None:
-            rows[i] = {"faithfulness": MetricValue.failed(
+            rows[i] = _both(MetricValue.failed(
                 f"the judge failed to split the answer into claims: {cj.error}",
-                judge=_judge_identity(judge), judgments=[cj.record()])}
+                judge=_judge_identity(judge), judgments=[cj.record()]))
         elif not cj.output.claims:
-            rows[i] = {"faithfulness": MetricValue.failed(
+            rows[i] = _both(MetricValue.failed(
                 "the answer makes no claim to verify", judge=_judge_identity(judge),
-                judgments=[cj.record()])}
+                judgments=[cj.record()]))
         else:
-            verify.append((i, ctx, cj))
-    verdicts = _verify(judge, [(ctx, cj.output.claims) for _, ctx, cj in verify], "faithfulness")
-    for (i, _, cj), vj in zip(verify, verdicts, strict=True):
+            verify.append((i, inputs.model_copy(update={"claims": cj.output.claims}), cj))
+    verdicts = _verify_inputs(judge, [inputs for _, inputs, _ in verify], "faithfulness")
+    for (i, inputs, cj), vj in zip(verify, verdicts, strict=True):
         claims = cj.output.claims
         support = _support(vj, claims)
         records = [cj.record(), vj.record()]
         if isinstance(support, str):
-            rows[i] = {"faithfulness": MetricValue.failed(
-                support, judge=_judge_identity(judge), judgments=records)}
+            rows[i] = _both(MetricValue.failed(
+                support, judge=_judge_identity(judge), judgments=records))
             continue
         unsupported = _unsupported(vj, claims)
-        rows[i] = {"faithfulness": MetricValue.of(
-            sum(support) / len(claims), claims=len(claims),
-            supported=len(claims) - len(unsupported), unsupported_claims=unsupported,
-            judge=_judge_identity(judge), judgments=records)}
+        given = {"rows": [len(t.rows) for t in inputs.tables]} if inputs.tables else {}
+        weakest = min(range(len(claims)), key=lambda k: support[k])
+        rows[i] = {
+            "faithfulness": MetricValue.of(
+                sum(support) / len(claims), claims=len(claims),
+                supported=len(claims) - len(unsupported), unsupported_claims=unsupported,
+                **given, judge=_judge_identity(judge), judgments=records),
+            "faithfulness_all": MetricValue.of(
+                support[weakest], claims=len(claims), weakest_claim=claims[weakest],
+                unsupported_claims=unsupported, judge=_judge_identity(judge)),
+        }
     return rows
+
+
+def _both(value: MetricValue) -> dict[str, MetricValue]:
+    """The same failure for both faithfulness metrics (the judgments on the first only, so
+    the report counts each request once)."""
+    bare = MetricValue.failed(value.error) if value.details.get("judgments") else value
+    return {"faithfulness": value, "faithfulness_all": bare}
 
 
 # -- answer relevancy ------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from evalharness.judge.base import Embeddings, Judge, Judgment
+from evalharness.judge.rows import settle_claims
 from evalharness.judge.tasks import (
     CHUNK_USEFULNESS,
     CLAIM_SUPPORT,
@@ -49,10 +50,12 @@ from evalharness.judge.tasks import (
     SynthCaseInput,
     SynthCaseOutput,
 )
+from evalharness.judge.words import STOPWORDS, stem
 from evalharness.memo import LRU
 
-MODEL = "heuristic-v2"
-"""The heuristic's version: bump it whenever a rule or a threshold changes."""
+MODEL = "heuristic-v3"
+"""The heuristic's version: bump it whenever a rule or a threshold changes (v3: claims about
+rows are checked by the row verifier, :mod:`evalharness.judge.rows`)."""
 
 EMBED_DIM = 512
 EMBEDDING_MODEL = f"hashing-{EMBED_DIM}-v1"
@@ -66,24 +69,6 @@ class HeuristicCannotJudge(ValueError):
 
 
 # == words ====================================================================================
-
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are aren't as at be because been
-before being below between both but by can can't cannot could couldn't did didn't do does
-doesn't doing don't down during each either else ever every few for from further had hadn't
-has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his
-how how's however i i'd i'll i'm i've if in into is isn't it it's its itself just let's me
-might more most must mustn't my myself neither nor of off on once one only or other ought our
-ours ourselves out over own per same shall shan't she she'd she'll she's should shouldn't so
-some such than that that's the their theirs them themselves then there there's these they
-they'd they'll they're they've this those though through thus to too under until up upon us
-very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
-whether which while who who's whom whose why why's will with within without won't would
-wouldn't yet you you'd you'll you're you've your yours yourself yourselves
-ah aha eh er hey hi hmm huh lol haha oh ok okay oops uh um umm wow yeah yep yes yup
-""".split())
-"""Function words and interjections: they carry no checkable content. Negations ("not", "no",
-"never", "nothing") are deliberately absent: they are content."""
 
 OPINION = frozenset("""
 amazing awesome awful bad beautiful best better boring brilliant cool enjoy enjoyable enjoyed
@@ -220,44 +205,6 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(fold(t).replace("’", "'") for t in _WORD_RE.findall(text))
 
 
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A light, deterministic suffix stripper: plurals, -ing, -ed, -ly, a final -e.
-
-    It only needs to map a word's common forms to one key (it is not a linguistic stem).
-
-    >>> [stem(w) for w in ["shoes", "jumping", "jumps", "making", "makes", "stories", "story"]]
-    ['sho', 'jump', 'jump', 'mak', 'mak', 'stor', 'stor']
-    >>> stem("pele's"), stem("dress"), stem("running"), stem("quickly")
-    ('pel', 'dress', 'run', 'quick')
-    """
-    w = word.lower()
-    if w.endswith(("'s", "'")):
-        w = w[:-2] if w.endswith("'s") else w[:-1]
-    if w.isdigit() or len(w) <= 3:
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith(("sses", "shes", "ches", "xes", "zes")):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            if suffix in ("ing", "ed", "edly", "ingly") and len(w) >= 4 and w[-1] == w[-2] \
-                    and w[-1] not in "aeiousl":
-                w = w[:-1]
-            if w.endswith("i") and suffix in ("ed", "ly"):
-                w = w[:-1] + "y"
-            break
-    if w.endswith("y") and len(w) > 3:
-        w = w[:-1]
-    if w.endswith("e") and len(w) > 3:
-        w = w[:-1]
-    return w
-
-
 def is_content(token: str) -> bool:
     """A token that carries checkable content: not a stopword, a word of 2+ letters or a number.
 
@@ -357,6 +304,7 @@ SIGN_OFFS = (
     "anything else i can", "how can i help", "how may i help", "you're welcome",
     "you are welcome", "have a nice", "have a great", "have a good", "don't hesitate",
     "i'd be happy to help", "i would be happy to help", "nice to meet", "nice talking",
+    "let me check", "let me see", "let me look", "one moment",
 )
 """Offers of help and sign-offs, wherever they occur in a sentence: never claims."""
 
@@ -514,14 +462,22 @@ def statements(answer: str) -> list[str]:
 
     >>> statements("Hi! The coat is wool. Want another? It is warm, isn't it? Hope this helps!")
     ['The coat is wool.', 'It is warm']
+    >>> statements("Let me check... Two match:\\n1. Slim Chino\\n2. Relaxed Chino")
+    ['Slim Chino', 'Relaxed Chino']
     """
     out = []
-    for s in sentences(answer):
+    found = sentences(answer)
+    for n, s in enumerate(found):
         if s.rstrip("\"')]").endswith("?"):
             s = _statement_before_question(s)
+        if _ENUMERATOR.fullmatch(s) or (s.endswith(":") and n + 1 < len(found)):
+            continue  # "1." of a numbered list; "Orders by status:" introducing a list
         if s and not is_greeting(s) and _content_count(s) > 0:
             out.append(s)
     return out
+
+
+_ENUMERATOR = re.compile(r"[(\[]?\d{1,3}[.)\]]")
 
 
 _QUESTION_OPENERS = frozenset(
@@ -837,6 +793,70 @@ def verify_claims(context: str, claims: Sequence[str]) -> ClaimSupportOutput:
     return ClaimSupportOutput(verdicts=verdicts)
 
 
+SUPPORTED = 0.95
+"""Confidence of a claim whose every assertion the rows settle in its favour."""
+CONTRADICTED = 0.02
+"""Confidence of a claim one of whose assertions the rows contradict (one such claim of two
+takes the mean below 0.5)."""
+UNSETTLED = 0.04
+"""Confidence of a claim that asserts something (a value, a name) neither the rows nor the text
+context settle."""
+LOOSE = 0.75
+"""Confidence of a claim the rows support but for one leftover word of phrasing."""
+
+
+def verify_with_rows(context: str, tables: Sequence, claims: Sequence[str],
+                     question: str | None = None) -> ClaimSupportOutput:
+    """CLAIM_SUPPORT with rows: the row verifier (:mod:`evalharness.judge.rows`) settles each
+    claim against the tables; what it cannot settle, and a contradicted claim that names no
+    row, the text context decides by the lexical rule (:func:`check_claim`). One verdict per
+    claim, with its evidence.
+
+    >>> from evalharness.judge.tasks import RowTable
+    >>> t = RowTable(columns=["name", "price", "stock"], rows=[["Slim Chino", 49.9, 0]])
+    >>> out = verify_with_rows("Chinos are cotton twill.", [t], ["The Slim Chino costs €49.90.",
+    ...     "The Slim Chino is in stock.", "Chinos are cotton twill."])
+    >>> [(v.supported, v.confidence) for v in out.verdicts]
+    [(True, 0.95), (False, 0.02), (True, 0.8993)]
+    >>> out.verdicts[1].evidence[0]
+    "✗ row 1 stock = 0: 'in stock' needs more than 0"
+    """
+    verdicts = []
+    for s in settle_claims(tables, claims, question):
+        claim = s.claim
+        evidence = [*("✗ " + a for a in s.against), *("✓ " + f for f in s.for_)]
+        text = check_claim(claim, _prepared(context)) if context.strip() and (
+            s.unsettled or (s.against and not s.named)) else None
+        if text is not None and text.supported:
+            why = ("it names no row and the text supports it" if s.against else
+                   f"the rows do not settle it ({s.unsettled[0]}); the text does")
+            verdicts.append(ClaimVerdict(
+                claim=claim, supported=True, confidence=text.confidence,
+                reason=f"Supported: {why}: {text.reason()}",
+                evidence=[*evidence, "text: " + text.reason()]))
+        elif s.against:
+            verdicts.append(ClaimVerdict(
+                claim=claim, supported=False, confidence=CONTRADICTED,
+                reason="Contradicted by the rows: " + s.against[0] + ".", evidence=evidence))
+        elif s.unsettled:
+            verdicts.append(ClaimVerdict(
+                claim=claim, supported=False, confidence=UNSETTLED,
+                reason="Not supported: " + "; ".join(s.unsettled) + ".",
+                evidence=[*evidence, *("? " + u for u in s.unsettled)]))
+        elif s.loose:
+            verdicts.append(ClaimVerdict(
+                claim=claim, supported=True, confidence=LOOSE,
+                reason="Supported by the rows: " + s.for_[0] + "; " + s.loose[0] + ".",
+                evidence=[*evidence, *("~ " + x for x in s.loose)]))
+        else:
+            verdicts.append(ClaimVerdict(
+                claim=claim, supported=True, confidence=SUPPORTED,
+                reason=("Supported by the rows: " + s.for_[0] + "." if s.for_ else
+                        "Supported: it asserts nothing the rows could contradict."),
+                evidence=evidence))
+    return ClaimSupportOutput(verdicts=verdicts)
+
+
 # == questions (answer relevancy) =============================================================
 
 
@@ -1017,6 +1037,9 @@ def answer(task: JudgmentTask, inputs: BaseModel) -> BaseModel:
         return ClaimsOutput(claims=split_claims(inputs.question, inputs.answer))
     if task.id == CLAIM_SUPPORT.id:
         assert isinstance(inputs, ClaimSupportInput)
+        if inputs.tables:
+            return verify_with_rows(inputs.context, inputs.tables, inputs.claims,
+                                    inputs.question)
         return verify_claims(inputs.context, inputs.claims)
     if task.id == QUESTIONS.id:
         assert isinstance(inputs, QuestionsInput)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +36,9 @@ class JudgmentTask(Generic[I, O]):
     rubric: str
     input: type[I]
     output: type[O]
+    user: Callable[[I], str] | None = None
+    """How an LLM judge is shown the inputs; ``None``: as indented JSON. A task whose input
+    holds data a model reads better in another form (rows as a table) says so here."""
 
     def schema(self) -> dict:
         """The output model's JSON Schema (computed once per task)."""
@@ -44,7 +48,8 @@ class JudgmentTask(Generic[I, O]):
         """Chat messages for an LLM judge: the rubric, then the inputs as JSON."""
         return [
             {"role": "system", "content": _system_prompt(self.rubric, self.output)},
-            {"role": "user", "content": inputs.model_dump_json(indent=1)},
+            {"role": "user", "content": (self.user(inputs) if self.user is not None
+                                         else inputs.model_dump_json(indent=1))},
         ]
 
 
@@ -89,11 +94,33 @@ CLAIMS = JudgmentTask(
 # -- verify a batch of claims against a context ----------------------------------------------
 
 
+class RowTable(_IO):
+    """Rows a query returned, with their typed values: data the claims may be checked against."""
+
+    columns: list[str]
+    """Column names, in order."""
+    rows: list[list[Any]]
+    """One list of values per row (numbers stay numbers); an empty list: the query matched
+    nothing."""
+    quantity_columns: list[str] | None = None
+    """The columns that say how many of a row's thing are available (a claim that it is
+    available needs a quantity above 0). ``None``: the column the claim names, else the only
+    column of whole numbers (docs/metrics/row-verifier.md)."""
+    source: str | None = None
+    """Where the rows come from (e.g. ``text2sql``)."""
+
+
 class ClaimSupportInput(_IO):
     context: str
-    """Everything the claims may be checked against (chunks, SQL rows rendered as text)."""
+    """Everything the claims may be checked against as text (chunks, notes); rows the
+    ``tables`` hold are not repeated here."""
     claims: list[str]
     """The claims to verify, in order."""
+    tables: list[RowTable] = Field(default_factory=list)
+    """Result rows the claims may be checked against, as data."""
+    question: str | None = None
+    """The question the rows answer (given with ``tables``): a claim may repeat its words, the
+    query's conditions, but a figure or a name must come from the rows or the text."""
 
 
 class ClaimVerdict(_IO):
@@ -106,6 +133,9 @@ class ClaimVerdict(_IO):
     confidence: float | None = Field(default=None, ge=0, le=1)
     """Optional: the judge's probability that the claim is supported. When given, scores use
     it instead of the 0/1 verdict (an expected count of supported claims)."""
+    evidence: list[str] | None = None
+    """Optional: where the verdict comes from, one short line each (a row and column and its
+    value, a computation over the rows, a passage)."""
 
 
 class ClaimSupportOutput(_IO):
@@ -113,15 +143,62 @@ class ClaimSupportOutput(_IO):
     """One verdict per claim, in the order given."""
 
 
+def markdown_table(table: RowTable, limit: int = 200) -> str:
+    """A table as Markdown (what an LLM reads best): a header, then one line per row, up to
+    ``limit`` rows; ``|`` in values escaped, ``NULL`` for missing values.
+
+    >>> print(markdown_table(RowTable(columns=["name", "n"], rows=[["A|B", 3], [None, 0]])))
+    | # | name | n |
+    |---|---|---|
+    | 1 | A\\|B | 3 |
+    | 2 | NULL | 0 |
+    """
+    def cell(v: Any) -> str:
+        return "NULL" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| # | " + " | ".join(map(cell, table.columns)) + " |",
+             "|---|" + "---|" * len(table.columns)]
+    lines += [f"| {n} | " + " | ".join(map(cell, row)) + " |"
+              for n, row in enumerate(table.rows[:limit], 1)]
+    if len(table.rows) > limit:
+        lines.append(f"(and {len(table.rows) - limit} more rows)")
+    return "\n".join(lines)
+
+
+def claim_support_prompt(inputs: ClaimSupportInput) -> str:
+    """What an LLM judge reads for CLAIM_SUPPORT: the text context, each table of rows as a
+    Markdown table (its row count and availability columns said in words), then the numbered
+    claims."""
+    parts = [f"Question the rows answer: {inputs.question}"] if inputs.question else []
+    parts.append(f"Context:\n{inputs.context.strip() or '(no text)'}")
+    for n, t in enumerate(inputs.tables, 1):
+        head = f"Rows {n}" + (f" (from {t.source})" if t.source else "") + \
+            f": {len(t.rows)} row{'s' if len(t.rows) != 1 else ''}"
+        if t.quantity_columns:
+            head += "; availability: " + ", ".join(t.quantity_columns)
+        parts.append(head + (":\n" + markdown_table(t) if t.rows else
+                             " — the query matched nothing (columns: "
+                             + ", ".join(t.columns) + ")"))
+    parts.append("Claims:\n" + "\n".join(f"{i}. {c}" for i, c in enumerate(inputs.claims, 1)))
+    return "\n\n".join(parts)
+
+
 CLAIM_SUPPORT = JudgmentTask(
-    id="claim_support", version="1", input=ClaimSupportInput, output=ClaimSupportOutput,
+    id="claim_support", version="2", input=ClaimSupportInput, output=ClaimSupportOutput,
+    user=claim_support_prompt,
     rubric=(
-        "You check claims against a context. For each claim, in order, decide whether the "
-        "context supports it: supported means the context states it or it follows directly "
-        "from what the context states. A claim with any detail the context does not give — a "
-        "different number, price, size, name or a fact that is simply absent — is not "
-        "supported. Use only the context, never your own knowledge. Give one verdict per claim "
-        "with a one-sentence reason."),
+        "You check claims against a context: text, and tables of rows a database query "
+        "returned. For each claim, in order, decide whether the context supports it: supported "
+        "means the context states it or it follows directly from what the context states. A "
+        "claim with any detail the context does not give — a different number, price, size, "
+        "name or a fact that is simply absent — is not supported. Rows are data: a count, "
+        "sum, average, minimum, maximum or order computed from a table's rows supports a "
+        "claim that states it; an empty table supports a claim that nothing matched; a "
+        "quantity of 0 contradicts a claim that the thing is available. A hedged figure "
+        "(\"about\", \"just under\") is supported when the value is close and on the side "
+        "the hedge says. Use only the context, never your own knowledge. Give one verdict per "
+        "claim with a one-sentence reason and, in `evidence`, the rows and columns or passage "
+        "it rests on."),
 )
 
 

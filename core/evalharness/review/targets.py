@@ -12,7 +12,7 @@ Per case, from its stored result (no evaluator runs again):
   disagrees with the verdict, or scores 1–5 (a judged metric, or any of a generator's);
 - **claims** (``generator`` / ``claim_support`` / ``claim:I``): each claim the judge checked,
   of a metric that declares ``claim_support`` among its ``item_labels`` (faithfulness), with
-  its confidence, verdict and reason;
+  its confidence, verdict, reason and evidence lines (``evidence: row 1 price = 49.9 …``);
 - **chunks** (``retriever`` / ``chunk_relevance`` / ``chunk:ID``): each retrieved chunk, with its
   gold mark (``gold.relevant``) as the automatic value, else the judge's usefulness verdict
   when context precision was judged, else none (the label still counts for curation).
@@ -180,7 +180,21 @@ def _claims(component: str, details: dict[str, Any]) -> Iterable[Target]:
             yield Target(component, CLAIM, f"claim:{i}", ITEM_QUESTIONS[CLAIM], score,
                          Threshold(">=", 0.5, "criteria") if confidence is not None
                          else Threshold(">=", 1.0, "criteria"),
-                         True, text=v.get("claim"), reasons=[v.get("reason") or ""])
+                         True, text=v.get("claim"),
+                         reasons=[v.get("reason") or "", *_evidence(v.get("evidence"))])
+
+
+def _evidence(lines: Any) -> list[str]:
+    """A claim verdict's evidence (the rows, columns and values, a computation over the rows,
+    or a passage it rests on) as reasons, one a line; none in runs recorded before verdicts
+    gave evidence.
+
+    >>> _evidence(["row 1 price = 49.9: '49.90 €' matches", ""]), _evidence(None)
+    (["evidence: row 1 price = 49.9: '49.90 €' matches"], [])
+    """
+    if not isinstance(lines, list):
+        return []
+    return [f"evidence: {line}" for line in lines if line is not None and str(line).strip()]
 
 
 def _chunks(result: CaseResult, step) -> Iterable[Target]:

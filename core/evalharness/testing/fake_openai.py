@@ -22,6 +22,10 @@ task's output schema — one verdict per claim or chunk it was given, so values 
 and every embedding with the same small vector: no per-answer work, for benchmarks that
 measure the judge machinery rather than the heuristic judge.
 
+The server reads a task's inputs back from the user message: JSON, or for a task that shows
+its inputs its own way (``JudgmentTask.user``: CLAIM_SUPPORT's Markdown tables of rows), that
+rendering parsed back.
+
 Run one by hand::
 
     python -m evalharness.testing.fake_openai --port 8000 --latency-ms 200 [--canned]
@@ -35,15 +39,25 @@ import base64
 import hashlib
 import itertools
 import json
+import math
 import re
 import struct
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from evalharness.judge.tasks import TASKS
+from pydantic import BaseModel
+
+from evalharness.judge.tasks import (
+    TASKS,
+    ClaimSupportInput,
+    JudgmentTask,
+    RowTable,
+    claim_support_prompt,
+)
 
 _WORDS = re.compile(r"\w+|[^\w\s]")
 
@@ -437,19 +451,19 @@ def _rough_tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
-def _canned(task, messages: list[dict]) -> str:
+def _canned(task: JudgmentTask, messages: list[dict]) -> str:
     """A minimal answer that fits ``task``'s output schema: one verdict per claim or chunk
     given, one question, everything supported, equivalent or useful.
 
-    >>> from evalharness.judge.tasks import CLAIM_SUPPORT
-    >>> _canned(CLAIM_SUPPORT, [{"role": "user", "content": '{"context": "c", "claims": ["a", "b"]}'}])
+    >>> from evalharness.judge.tasks import CLAIM_SUPPORT, ClaimSupportInput
+    >>> _canned(CLAIM_SUPPORT, CLAIM_SUPPORT.messages(ClaimSupportInput(context="c",
+    ...                                                                 claims=["a", "b"])))
     '{"verdicts": [{"claim": "", "supported": true, "reason": "canned"}, {"claim": "", \
 "supported": true, "reason": "canned"}]}'
     """
     def given(field: str) -> int:
-        user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
         try:
-            return len(json.loads(user).get(field) or [])
+            return len(getattr(_inputs(task, messages), field) or [])
         except (ValueError, AttributeError, TypeError):
             return 0
 
@@ -471,15 +485,179 @@ def _canned(task, messages: list[dict]) -> str:
     return json.dumps(answer)
 
 
-def _answer(task, messages: list[dict]) -> str:
+def _answer(task: JudgmentTask, messages: list[dict]) -> str:
     from evalharness.judge.heuristic import HeuristicCannotJudge, answer
 
-    user = next(m.get("content") or "" for m in messages if m.get("role") == "user")
-    inputs = task.input.model_validate_json(user)
+    try:
+        inputs = _inputs(task, messages)
+    except ValueError as exc:  # a pydantic ValidationError too
+        return json.dumps({"error": f"cannot read the {task.id} inputs: {exc}"})
     try:
         return answer(task, inputs).model_dump_json()
     except HeuristicCannotJudge as exc:
         return json.dumps({"error": str(exc)})
+
+
+# -- the inputs a judge is shown, read back from its user message ----------------------------
+
+
+def _inputs(task: JudgmentTask, messages: list[dict]) -> BaseModel:
+    """The inputs a request shows its judge, read back from its user message: JSON, or for a
+    task that renders its inputs its own way (``task.user``), that rendering parsed back."""
+    user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    if task.user is None:
+        return task.input.model_validate_json(user)
+    parse = _FROM_PROMPT.get(task.user)
+    if parse is None:
+        raise ValueError(f"the fake server cannot read the {task.id} user message back")
+    return parse(user)
+
+
+_QUESTION = "Question the rows answer: "
+_CONTEXT = "Context:\n"
+_CLAIMS = "\n\nClaims:\n"
+_NO_TEXT = "(no text)"
+_HEAD = re.compile(
+    r"Rows (?P<n>\d+)(?: \(from (?P<source>.*)\))?: (?P<count>\d+) rows?"
+    r"(?:; availability: (?P<quantity>.*?))?"
+    r"(?::|(?P<empty> — the query matched nothing \(columns: (?P<columns>.*)\)))")
+"""The head line of one table in :func:`claim_support_prompt`."""
+_PIPE = re.compile(r"(?<!\\)\|")
+"""A cell boundary in a Markdown table row: a ``|`` not escaped."""
+
+
+def _claim_support_from_prompt(text: str) -> ClaimSupportInput:
+    r""":func:`claim_support_prompt` read back: the question, the context (stripped; ``""``
+    for ``(no text)``), each table's columns, shown rows, source and availability columns, and
+    the claims. Cells come back as strings, but ``NULL`` (``None``) and numbers that print as
+    written (``"3"``: 3, ``"1.5"``: 1.5); rows past the prompt's limit are not shown, so
+    not read back. Raises ``ValueError`` for text of another shape.
+
+    >>> from evalharness.judge.tasks import RowTable
+    >>> inputs = ClaimSupportInput(context="Warm.", claims=["a", "b\nc"], question="Q?", tables=[
+    ...     RowTable(columns=["name", "n"], rows=[["A|B", 3], [None, 1.5]], source="sql"),
+    ...     RowTable(columns=["n"], rows=[], quantity_columns=["n"])])
+    >>> _claim_support_from_prompt(claim_support_prompt(inputs)) == inputs
+    True
+    """
+    question = None
+    if text.startswith(_QUESTION):
+        question, found, text = text[len(_QUESTION):].partition("\n\n" + _CONTEXT)
+        text = _CONTEXT + text if found else ""
+    if not text.startswith(_CONTEXT):
+        raise ValueError(f"a claim_support prompt starts with {_CONTEXT!r}")
+    body, claims = _split_claims(text[len(_CONTEXT):])
+    context, tables = _split_tables(body)
+    return ClaimSupportInput(context="" if context == _NO_TEXT else context,
+                             claims=_numbered(claims), tables=tables, question=question)
+
+
+def _split_claims(text: str) -> tuple[str, str]:
+    """``text`` cut at its last ``Claims:`` section (followed by claim 1, or by nothing)."""
+    end = len(text)
+    while (at := text.rfind(_CLAIMS, 0, end)) >= 0:
+        rest = text[at + len(_CLAIMS):]
+        if not rest or rest.startswith("1. ") or rest.split("\n", 1)[0] == "1.":
+            return text[:at], rest
+        end = at + len(_CLAIMS) - 1
+    raise ValueError("a claim_support prompt ends with its numbered claims")
+
+
+def _numbered(text: str) -> list[str]:
+    """The items of a numbered list (``1. a``); an item runs on until the next number's
+    line, its lines joined with newlines."""
+    items: list[list[str]] = []
+    for line in text.split("\n") if text else []:
+        number = f"{len(items) + 1}."
+        if line.startswith(number + " ") or line == number:
+            items.append([line[len(number) + 1:]])
+        elif items:
+            items[-1].append(line)
+        else:
+            raise ValueError(f"the claims start with claim 1, not {line!r}")
+    return ["\n".join(lines) for lines in items]
+
+
+def _split_tables(body: str) -> tuple[str, list[RowTable]]:
+    """The context text and the tables after it: cut at the first ``Rows 1`` paragraph from
+    which the rest reads as tables 1, 2, … (a context may hold such a paragraph)."""
+    for m in re.finditer(r"\n\nRows 1\b", body):
+        tables = _tables(body[m.start() + 2:])
+        if tables is not None:
+            return body[:m.start()], tables
+    return body, []
+
+
+def _tables(text: str) -> list[RowTable] | None:
+    """Tables 1, 2, … one a paragraph; ``None`` when a paragraph is not the next table."""
+    tables = []
+    for n, paragraph in enumerate(text.split("\n\n"), 1):
+        table = _table(n, paragraph)
+        if table is None:
+            return None
+        tables.append(table)
+    return tables
+
+
+def _table(n: int, paragraph: str) -> RowTable | None:
+    """Table ``n`` from its paragraph: the head line, then the Markdown table (or the
+    columns of a table without rows); ``None`` for any other paragraph."""
+    head, *lines = paragraph.split("\n")
+    m = _HEAD.fullmatch(head)
+    if m is None or int(m["n"]) != n or bool(m["empty"]) != (m["count"] == "0"):
+        return None
+    quantity = m["quantity"].split(", ") if m["quantity"] else None
+    if m["empty"]:
+        columns = m["columns"].split(", ") if m["columns"] else []
+        return None if lines else RowTable(columns=columns, rows=[],
+                                           quantity_columns=quantity, source=m["source"])
+    if lines and re.fullmatch(r"\(and \d+ more rows\)", lines[-1]):
+        lines = lines[:-1]
+    if len(lines) < 3:
+        return None
+    header, *rows = [_cells(line) or [] for line in lines[:1] + lines[2:]]
+    if not header or lines[1] != "|---|" + "---|" * (len(header) - 1):
+        return None
+    if any(not row or row[0] != str(i) for i, row in enumerate(rows, 1)):
+        return None
+    return RowTable(columns=header[1:], rows=[list(map(_value, row[1:])) for row in rows],
+                    quantity_columns=quantity, source=m["source"])
+
+
+def _cells(line: str) -> list[str] | None:
+    r"""The cells of one Markdown table line (``|`` unescaped); ``None`` for another line.
+
+    >>> _cells(r"| 1 | A\|B |  | 3 |")
+    ['1', 'A|B', '', '3']
+    """
+    if not (line.startswith("| ") and line.endswith(" |")):
+        return None
+    return [part[1:-1].replace("\\|", "|") for part in _PIPE.split(line)[1:-1]]
+
+
+def _value(cell: str) -> Any:
+    """A cell's value: ``None`` for ``NULL``, a number for a number written as Python prints
+    it, else the text.
+
+    >>> [_value(c) for c in ["3", "1.5", "-2", "NULL", "007", "1.50", "nan", "X"]]
+    [3, 1.5, -2, None, '007', '1.50', 'nan', 'X']
+    """
+    if cell == "NULL":
+        return None
+    for kind in (int, float):
+        try:
+            number = kind(cell)
+        except ValueError:
+            continue
+        if str(number) == cell and math.isfinite(number):
+            return number
+    return cell
+
+
+_FROM_PROMPT: dict[Callable[[Any], str], Callable[[str], BaseModel]] = {
+    claim_support_prompt: _claim_support_from_prompt,
+}
+"""The inverse of each task's ``user`` rendering the server can read back."""
 
 
 def main(argv: list[str] | None = None) -> None:
