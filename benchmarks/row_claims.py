@@ -308,9 +308,11 @@ def _mean(xs: list[bool]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-SETS = {"A": OUT, "B": HERE / "data" / "row_claims" / "items_b.jsonl"}
+SETS = {"A": OUT, "B": HERE / "data" / "row_claims" / "items_b.jsonl",
+        "C": HERE / "data" / "row_claims" / "items_c.jsonl"}
 """Set A: built by this script; set B: written independently of the verifier
-(``row_claims_b.py``), to check that what works on A is not fitted to its phrasings."""
+(``row_claims_b.py``), then used to develop it further; set C: written independently too
+(``row_claims_c.py``) and held out — measured once, after the verifier was done."""
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -347,7 +349,7 @@ def report(name: str, items: list[dict[str, Any]], by_kind: bool) -> None:
           "kinds)")
     before = scores(items, rows="text")
     after = scores(items, rows="table")
-    rows = [("rows as text (heuristic-v2's way)", "faithfulness", before["faithfulness"]),
+    rows = [("rows as text (the judge before)", "faithfulness", before["faithfulness"]),
             ("row verifier", "faithfulness", after["faithfulness"]),
             ("row verifier", "faithfulness_all", after["faithfulness_all"])]
     print(f"  {'judge':<36} {'metric':<17} {'ROC-AUC':>7} {'accuracy':>8} {'correct passed':>14}"

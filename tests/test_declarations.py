@@ -136,9 +136,9 @@ def shop_with_plugin(folder: Path) -> Path:
     text = text.replace("  generator: {after: [text2sql, retriever]}",
                         "  reranker: {after: [retriever]}\n"
                         "  generator: {after: [text2sql, reranker]}")
-    text = text.replace("              answer_present, generation_cost]",
-                        "              answer_present, generation_cost, concise]\n"
-                        "  reranker: [rerank_quality]")
+    text = text.replace("    - generation_cost\n",
+                        "    - generation_cost\n    - concise\n  reranker: [rerank_quality]\n")
+    assert "  reranker: [rerank_quality]" in text
     text = text.replace("gates:\n", "gates:\n  - reranker.top_relevant >= 0.9\n"
                                     "  - generator.concise >= 0.5\n")
     path = folder / "scenario.yaml"

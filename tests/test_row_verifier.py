@@ -74,7 +74,7 @@ def test_a_correct_claim_is_supported_with_its_evidence(table, claim):
     (SOLD_OUT, "Yes, size S is in stock.", "row 1 stock = 0: 'in stock' needs more than 0"),
     (PRODUCT, "Sorry, it is sold out in M.", "row 1 stock = 4: 'sold out' needs 0"),
     (LIST, "Five products match your search.", "'Five' is in no cell of 3 rows"),
-    (LIST, "The cheapest is the Court Sneaker.", "the minimum of price over 3 rows is 59.9"),
+    (LIST, "The cheapest is the Court Sneaker.", "the minimum of price over 3 rows is row 1 price = 59.9"),
     (LIST, "Together they cost 300.00 €.", "nor their sum or mean"),
     (LIST, "The Canvas Low Top by Verde Studio costs 59.90 €.",
      "'Verde Studio' is a value of row 3, not of row 1"),
@@ -303,3 +303,51 @@ def test_reruns_of_one_case_in_one_batch_each_see_their_own_trace(tmp_path):
     judge.close()
     values = [r.components["generator"].metrics["faithfulness"].value for r in results]
     assert values == [0.95, 0.95]
+
+
+ORDERS = RowTable(columns=["order_id", "ordered_at", "status"],
+                  rows=[[57, "2026-11-08 07:08:05", "delivered"], [58, "2026-11-09 10:00:00",
+                                                                   "returned"]])
+ITEMS = RowTable(columns=["name", "quantity", "unit_price"],
+                 rows=[["Merino Tee", 1, 59.0], ["Court Sneaker", 2, 169.0]])
+SIZES = RowTable(columns=["size", "stock"], rows=[["S", 4], ["M", 7], ["L", 0]])
+
+
+@pytest.mark.parametrize("table, claim, supported", [
+    (ORDERS, "Order 57 was placed on 8 November 2026 and was delivered.", True),
+    (ORDERS, "Order 57 was placed on 9 November 2026.", False),
+    (ORDERS, "Order 57: status returned.", False),
+    (ORDERS, "The newest order is order 58.", True),
+    (ORDERS, "The newest order is order 57.", False),
+    (ITEMS, "The order comes to €397 in total.", True),  # 1 × 59 + 2 × 169
+    (ITEMS, "The order comes to €228 in total.", False),  # the prices without quantities
+    (ITEMS, "1 × €59 + 2 × €169 = €397.", True),
+    (ITEMS, "1 × €59 + 2 × €169 = €387.", False),
+    (SIZES, "It's in stock in small and medium; large is sold out.", True),
+    (SIZES, "It's available in every size: S, M and L.", False),
+    (SIZES, "Only L is sold out - every other size is available.", True),
+])
+def test_dates_totals_arithmetic_and_availability_clause_by_clause(table, claim, supported):
+    v = verdict(table, claim, question="What about it?")
+    assert v.supported is supported, v.evidence
+
+
+def test_an_ordered_list_is_one_claim_and_its_order_is_checked():
+    from evalharness.judge.heuristic import split_claims
+
+    right = "Sorted by price, cheapest first:\n1. Canvas Low Top (€59.90)\n2. Knit Runner (€89)"
+    wrong = "Sorted by price, cheapest first:\n1. Knit Runner (€89)\n2. Canvas Low Top (€59.90)"
+    [claim] = split_claims("q", right)
+    assert verdict(LIST, claim).supported
+    [claim] = split_claims("q", wrong)
+    bad = verdict(LIST, claim)
+    assert not bad.supported and "not ascending" in bad.evidence[0]
+
+
+def test_greetings_signatures_and_emoji_are_not_claims():
+    from evalharness.judge.heuristic import split_claims
+
+    answer = ("Hello, and thanks for getting in touch!\n\nThe Slim Chino costs €49.90 💸 Happy "
+              "reading!\n\nKind regards,\nPriya – Customer Care")
+    assert split_claims("q", answer) == ["The Slim Chino costs €49.90"]
+    assert split_claims("q", "15.") == ["15."]  # a bare figure is an answer, not a list's "15."

@@ -304,13 +304,19 @@ SIGN_OFFS = (
     "anything else i can", "how can i help", "how may i help", "you're welcome",
     "you are welcome", "have a nice", "have a great", "have a good", "don't hesitate",
     "i'd be happy to help", "i would be happy to help", "nice to meet", "nice talking",
-    "let me check", "let me see", "let me look", "one moment",
+    "let me check", "let me see", "let me look", "one moment", "thanks for getting in touch",
+    "thank you for getting in touch", "thanks for reaching out", "thank you for reaching out",
+    "thanks for your message", "thank you for your message", "thanks for contacting",
+    "thank you for contacting", "kind regards", "best regards",
+    "warm regards", "best wishes", "good one", "please find", "requested information",
+    "based on the records", "summary of the query results", "as requested",
 )
 """Offers of help and sign-offs, wherever they occur in a sentence: never claims."""
 
 OPENERS = ("hi", "hello", "hey", "thanks", "thank you", "great question", "good question",
            "good morning", "good afternoon", "good evening", "welcome", "sure thing",
-           "certainly", "of course", "absolutely")
+           "certainly", "of course", "absolutely", "regards", "cheers", "enjoy", "ooh",
+           "many thanks", "all the best", "best")
 """Greetings at the start of a sentence: the sentence is dropped unless the rest of it carries
 at least three content words ("Thanks for asking: the coat is wool" keeps its claim)."""
 
@@ -436,6 +442,8 @@ def is_greeting(sentence: str) -> bool:
     padded = " " + " ".join(toks) + " "
     if any(f" {p} " in padded for p in SIGN_OFFS):
         return True
+    if len(toks) == 2 and toks[0] == "happy" and toks[1].endswith("ing"):
+        return True  # "Happy reading!": a wish, not a claim
     for opener in OPENERS:
         if padded.startswith(f" {opener} "):
             rest = toks[len(opener.split()):]
@@ -463,21 +471,65 @@ def statements(answer: str) -> list[str]:
     >>> statements("Hi! The coat is wool. Want another? It is warm, isn't it? Hope this helps!")
     ['The coat is wool.', 'It is warm']
     >>> statements("Let me check... Two match:\\n1. Slim Chino\\n2. Relaxed Chino")
-    ['Slim Chino', 'Relaxed Chino']
+    ['Two match: Slim Chino; Relaxed Chino']
+    >>> statements("Hi! It is wool.\\n\\nKind regards,\\nPriya - Customer Care")
+    ['It is wool.']
     """
     out = []
-    found = sentences(answer)
+    found = sentences(_join_ordered_list(_EMOJI.sub("\n", answer)))
+    signed = False  # after a closing ("Kind regards,"): what follows is a signature
     for n, s in enumerate(found):
         if s.rstrip("\"')]").endswith("?"):
             s = _statement_before_question(s)
-        if _ENUMERATOR.fullmatch(s) or (s.endswith(":") and n + 1 < len(found)):
+        if (_ENUMERATOR.fullmatch(s) or s.endswith(":")) and n + 1 < len(found):
             continue  # "1." of a numbered list; "Orders by status:" introducing a list
-        if s and not is_greeting(s) and _content_count(s) > 0:
+        if signed and len(tokens(s)) <= 6 and not any(c.isdigit() for c in s):
+            continue  # "Priya – Customer Care", "Jess (Support team)"
+        if not s or is_greeting(s):
+            signed = signed or s.rstrip().endswith(",")
+            continue
+        if _content_count(s) > 0:
             out.append(s)
     return out
 
 
 _ENUMERATOR = re.compile(r"[(\[]?\d{1,3}[.)\]]")
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F]+")
+"""Emoji: they end a sentence ("… for 79 euros 💸 Enjoy!")."""
+_ITEM = re.compile(r"\s*(?:[-*•·]|\(?\d{1,3}[.)])\s+(.*\S)\s*$")
+_ORDERED = re.compile(r"\b(?:first|sorted|ordered|ranked|ascending|descending|increasing|"
+                      r"decreasing|to (?:highest|lowest|cheapest|most expensive|priciest))\b",
+                      re.IGNORECASE)
+
+
+def _join_ordered_list(answer: str) -> str:
+    """A list introduced as ordered ("Sorted by price, cheapest first:" then bullet or
+    numbered lines), or a list of bare values ("in these sizes:" then "* M", "* L"), as one
+    line, so that its order (or what its values are) is one claim a judge can check; other
+    text as it is.
+
+    >>> _join_ordered_list("Cheapest first:\\n1. A (€5)\\n2. B (€9)\\nAnything else?")
+    'Cheapest first: A (€5); B (€9)\\nAnything else?'
+    """
+    lines = answer.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.rstrip().endswith(":"):
+            items = []
+            j = i + 1
+            while j < len(lines) and (m := _ITEM.match(lines[j])):
+                items.append(m.group(1).rstrip(".;,"))
+                j += 1
+            short = all(len(tokens(x)) <= 3 for x in items)  # "sizes:" then "* M", "* L"
+            if len(items) >= 2 and (_ORDERED.search(line) or short):
+                out.append(line.rstrip() + " " + "; ".join(items))
+                i = j
+                continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
 
 
 _QUESTION_OPENERS = frozenset(

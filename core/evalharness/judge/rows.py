@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from evalharness.judge.tasks import RowTable
@@ -103,25 +104,41 @@ EMPTY = ("nothing matched", "nothing matches", "nothing match", "no match", "no 
          "came up empty", "empty")
 """Phrases that say the query found nothing: the table must have no rows."""
 
-SUM_WORDS = ("total", "together", "altogether", "combined", "in all", "sum", "come to",
+SUM_WORDS = ("adding up", "added up", "add up to", "summed", "all sizes", "every size",
+             "all together", "total", "together", "altogether", "combined", "in all", "sum", "come to",
              "comes to", "add up", "adds up", "all of them", "for all", "all together",
              "in sum", "overall", "revenue")
 DIFFERENCE_WORDS = ("difference", "differ", "more than", "less than", "cheaper", "dearer",
                     "pricier", "more expensive", "less expensive", "saving", "save", "apart",
-                    "gap", "higher", "lower", "extra")
+                    "gap", "higher", "lower", "extra", "exceeds", "exceed")
 """Words that make a figure the difference of two rows' values."""
 MEAN_WORDS = ("average", "on average", "mean", "typically", "avg")
 """Words that make a figure a sum (or a mean) over the rows."""
 
-LOW = ("the cheaper", "cheaper one", "the less expensive", "less expensive of", "the lower",
+DATE_ORDER = ("newest", "latest", "most recent", "most recently", "oldest", "earliest",
+              "first added", "longest-standing")
+"""Superlatives about dates: compared in the one column of dates."""
+
+LOW = ("oldest", "earliest", "first added", "longest-standing", "is cheaper", "are cheaper",
+       "is less expensive", "costs less", "the cheaper", "cheaper one", "the less expensive", "less expensive of", "the lower",
        "cheapest", "least expensive", "lowest", "lowest-priced", "lowest priced",
        "most affordable", "least costly", "smallest", "fewest", "least", "minimum",
        "bottom", "cheapest one", "best price", "best-priced")
-HIGH = ("the pricier", "pricier one", "the more expensive", "more expensive of", "the dearer",
+HIGH = ("newest", "latest", "most recent", "most recently", "is pricier", "is more expensive",
+        "is dearer", "costs more", "the pricier", "pricier one", "the more expensive", "more expensive of", "the dearer",
         "tops the list", "best-stocked", "best stocked", "most expensive", "priciest", "dearest", "highest", "highest-priced", "costliest",
         "most costly", "largest", "biggest", "greatest", "most", "maximum", "top", "best-selling",
         "best selling", "best seller", "bestseller", "top-selling", "the most popular")
 """Superlatives: the row they name must hold the minimum (``LOW``) or maximum (``HIGH``)."""
+
+ASCENDING = ("cheapest first", "lowest first", "least expensive first", "ascending",
+             "low to high", "lowest to highest", "cheapest to", "from cheapest", "from lowest",
+             "from the cheapest", "increasing", "smallest first", "fewest first")
+DESCENDING = ("priciest first", "most expensive first", "highest first", "highest price first",
+              "dearest first", "descending", "high to low", "highest to lowest",
+              "from most expensive", "from the most expensive", "from priciest",
+              "from highest", "decreasing", "largest first", "most first")
+"""Words that say a list is ordered: the rows it names must follow the column's order."""
 
 MONEY_CUES = ("cheap", "expensive", "pric", "cost", "afford", "dear", "pay", "spend", "budget")
 """Word starts of superlatives and comparatives about money: compared in a money column."""
@@ -145,9 +162,9 @@ NUMBER_WORDS = {
 }
 """Number words read as counts ("three products", "both"); "no" only before a noun."""
 
-VALUE_WORDS = {"xxs": ("extra extra small", "2xs"), "xs": ("extra small", "x-small"),
+VALUE_WORDS = {"xxs": ("extra extra small", "double extra small", "2xs"), "xs": ("extra small", "x-small"),
                "s": ("small",), "m": ("medium",), "l": ("large",),
-               "xl": ("extra large", "x-large"), "xxl": ("extra extra large", "2xl", "xx-large"),
+               "xl": ("extra large", "x-large"), "xxl": ("extra extra large", "double extra large", "2xl", "xx-large"),
                "xxxl": ("3xl",), "y": ("yes", "true"), "n": ("no", "false"),
                "true": ("yes",), "false": ("no",)}
 """Words a cell's short code is written as ("M" = "medium"): matched like the cell itself."""
@@ -167,8 +184,8 @@ both each every all none nothing anything something any some other another more 
 least many much few number numbers count counted total totals altogether together combined
 sum overall average mean typically value values amount amounts brand brands sold sell sells
 selling carry carries carried offer offers offered stocked in-stock out ready ship shipping
-ordering orderable exist exists existing inventory database data show shows showing returned
-return returns matched look looking looked check checked checking see saw can could may might
+ordering orderable exist exists existing inventory database data show shows showing
+matched look looking looked check checked checking see saw can could may might
 will would that's it's there's here's they're we're we've i'm i've let note please kindly
 cheap cheaper cheapest expensive pricier priciest dear dearest affordable costly lowest low
 lower highest high higher largest large larger smallest small smaller biggest big bigger
@@ -182,6 +199,8 @@ sure course certainly absolutely great good news question happy glad help helps 
 nice lovely choice pick go check let moment hold list listed file record say says shows
 design designs piece pieces item items label labels line lines look looking option
 make makes made making worth hold holds holding took take takes sales sale sold
+afraid plenty away since placed place places based lives live located eu uk us waist
+hurry sorted ascending descending
 """.split())
 """Words that frame a claim about rows ("we found", "costs", "in stock"), not assert a value."""
 
@@ -225,18 +244,32 @@ def _norm(text: str) -> str:
                   .replace("\u00a0", " ")).strip()
 
 
+SPELLINGS = {"grey": "gray", "colour": "color", "cancelled": "canceled",
+             "favourite": "favorite", "centre": "center", "catalogue": "catalog",
+             "jewellery": "jewelry", "aluminium": "aluminum", "pyjamas": "pajamas",
+             "travelling": "traveling", "organise": "organize"}
+"""A cell's British spellings, also matched in their American form ("gray" is "grey")."""
+_SPELLING = re.compile(r"\b(" + "|".join(SPELLINGS) + r")\b")
+
+
 def _fold(text: str) -> str:
     import unicodedata
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+
 def _has(text: str, phrases: Sequence[str]) -> str | None:
     """The first phrase of ``phrases`` found in ``text`` (folded, on word boundaries)."""
     for p in phrases:
-        if re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", text):
+        if p in text and _phrase(p).search(text):  # the substring test first: most are absent
             return p
     return None
+
+
+@lru_cache(maxsize=8192)
+def _phrase(p: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(p)}(?![\w-])")
 
 
 @dataclass
@@ -257,6 +290,11 @@ class Figure:
     """Other values the written number may mean ("3.700": 3700, or 3.7)."""
 
 
+_HEDGE_BEFORE = re.compile(r"(?<![\w-])(" + "|".join(
+    re.escape(h) for h in sorted(HEDGES, key=len, reverse=True)) + r")\s*$")
+"""A hedge right before a figure, the longest that fits ("just under" before "under")."""
+
+
 def _figures(claim: str) -> list[Figure]:
     """The figures of a claim: digits (with currency, thousands separators, decimal commas)
     and number words before a noun; each with the hedge written before it."""
@@ -274,6 +312,8 @@ def _figures(claim: str) -> list[Figure]:
     for word, value in NUMBER_WORDS.items():
         follow = r"(?=\s+[a-z])" if word in ("no", "one", "single", "a single") else \
             r"(?=\s+[a-z]|\s*[-:,.;]|\s*$)"
+        if word not in low:
+            continue
         for m in re.finditer(rf"(?<![\w-]){re.escape(word)}{follow}", low):
             after = low[m.end():].split()
             nxt = after[0] if after else ""
@@ -282,22 +322,25 @@ def _figures(claim: str) -> list[Figure]:
                 continue  # "no longer", "no such": not a count of 0
             if word in ("one", "single", "a single") and nxt in ("of", "another", "more"):
                 continue
-            if word == "one" and low[max(0, m.start() - 4):m.start()].strip() in ("the", "a"):
-                continue  # "the one with ...": a pronoun
+            before = low[:m.start()].split()[-1:] or [""]
+            if word == "one" and (before[0] in ("the", "a", "this", "that", "our", "which",
+                                                "every", "each", "any", "no")
+                                  or before[0].endswith(("est", "er"))
+                                  or nxt in ("is", "was", "which", "that", "who", "i", "we",
+                                             "you", "it", "for", "with", "in", "at", "by")):
+                continue  # "the one with ...", "the priciest one is": a pronoun
             if any(f.start <= m.start() < f.end for f in out):
                 continue
             out.append(Figure(float(value), 0, m.start(), m.end(), claim[m.start():m.end()],
                               word=True))
     for f in out:
         before = low[max(0, f.start - 28):f.start]
-        f.hedge = next((h for h in sorted(HEDGES, key=len, reverse=True)
-                        if re.search(rf"(?<![\w-]){re.escape(h)}\s*$", before)), None)
+        hedge = _HEDGE_BEFORE.search(before)
+        f.hedge = hedge.group(1) if hedge else None
         after = low[f.end:f.end + 24]
         f.quantity = not f.money and bool(re.match(
             r"\s*(?:\w+\s+)?(?:" + "|".join(map(re.escape, QUANTITY_WORDS)) + r")\b", after))
-    out = [f for f in out if not _ENUMERATED.match(claim, f.start)
-           and not re.match(r"\s*[+*/×=]\s*\d", claim[f.end:])
-           and not re.search(r"[+*/×]\s*$", claim[:f.start])]
+    out = [f for f in out if not _ENUMERATED.match(claim, f.start)]
     out.sort(key=lambda f: f.start)
     return out
 
@@ -354,9 +397,8 @@ _DATES = [re.compile(p, re.IGNORECASE) for p in (
     rf"{_MONTH}\s+{_DAY}(?:,?\s+(?P<year>\d{{4}}))?(?![\d:])",
     rf"{_MONTH}\s+(?P<year>\d{{4}})",
     r"(?<![\d:])(?P<time>\d{1,2}:\d{2})(?::\d{2})?(?![\d:])",
+    rf"(?<![\w-]){_MONTH}(?![\w-])",
 )]
-_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}))?")
-
 
 @dataclass(frozen=True)
 class DateText:
@@ -369,18 +411,22 @@ class DateText:
     day: int | None
     time: str | None
 
-    def fits(self, cell: tuple[int, int, int, str | None]) -> bool:
+    def fits(self, cell: tuple[int, int, int | None, str | None]) -> bool:
         y, m, d, t = cell
-        return (self.year in (None, y) and self.month in (None, m) and self.day in (None, d)
+        return (self.year in (None, y) and self.month in (None, m)
+                and (self.day is None or d == self.day)
                 and (self.time is None or (t is not None and t == self.time.zfill(5))))
 
 
-def _dates(text: str) -> list[DateText]:
+def _dates(text: str, claim: str = "") -> list[DateText]:
     """Dates and times written in a (folded) claim: ISO, day month year, month day year,
-    month year, a time."""
+    month year, a time, a month's name (capitalised in the claim: "May", not "may")."""
     out: list[DateText] = []
-    for pattern in _DATES:
+    for n, pattern in enumerate(_DATES):
         for m in pattern.finditer(text):
+            if n == len(_DATES) - 1 and (len(claim) != len(text)
+                                         or not claim[m.start()].isupper()):
+                continue
             if any(d.start <= m.start() < d.end or m.start() <= d.start < m.end() for d in out):
                 continue
             g = m.groupdict()
@@ -394,12 +440,16 @@ def _dates(text: str) -> list[DateText]:
     return out
 
 
-def _date_cell(v: object) -> tuple[int, int, int, str | None] | None:
+def _date_cell(v: object) -> tuple[int, int, int | None, str | None] | None:
+    """A cell that is a date (``2026-05-08``, ``2026-05-08 13:49:44``) or a month
+    (``2026-05``): (year, month, day or None, "HH:MM" or None)."""
     if isinstance(v, str):
-        m = _ISO.match(v.strip())
+        m = re.match(r"(\d{4})-(\d{2})(?:-(\d{2})(?:[ T](\d{2}):(\d{2})(?::\d{2})?)?)?$",
+                     v.strip())
         if m:
             time = f"{m.group(4)}:{m.group(5)}" if m.group(4) else None
-            return int(m.group(1)), int(m.group(2)), int(m.group(3)), time
+            return (int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None,
+                    time)
     return None
 
 
@@ -429,6 +479,8 @@ class Table:
     quantity: list[int] = field(default_factory=list)
     money: list[int] = field(default_factory=list)
     codes: list[int] = field(default_factory=list)
+    ordered: list[str] = field(default_factory=list)
+    """The phrases, longest first."""
 
     @property
     def n(self) -> int:
@@ -450,19 +502,28 @@ def _show(v: Any) -> str:
     return "NULL" if v is None else str(v)
 
 
+_ID = re.compile(r"(^|_)(id|no|num|number|code|key)$|^id_")
+"""Column names of identifiers: their whole numbers name a row, like text values."""
+
+
 def prepare(raw: RowTable, index: int = 0) -> Table:
     """Index a table: each text cell (and its :data:`VALUE_WORDS`) as a folded phrase; which
     columns are numeric, which hold quantities (declared, else whole numbers >= 0 that are not
     ids), which money (numbers with decimals)."""
     t = Table(raw, index)
     cols = raw.columns
+    ids = {c for c, name in enumerate(cols) if _ID.search(name.lower())}
     for r, row in enumerate(raw.rows):
         for c, v in enumerate(row):
             if v is None or isinstance(v, bool):
                 continue
+            if c in ids and isinstance(v, int):
+                t.phrases.setdefault(str(v), []).append((r, c))  # "order 57" names its row
+                continue
             if isinstance(v, str) and v.strip():
                 text = _fold(_norm(v))
-                for phrase in {text, *VALUE_WORDS.get(text, ())}:
+                american = _SPELLING.sub(lambda m: SPELLINGS[m.group(1)], text)
+                for phrase in dict.fromkeys((text, american, *VALUE_WORDS.get(text, ()))):
                     t.phrases.setdefault(phrase, []).append((r, c))
     for c in range(len(cols)):
         values = [row[c] for row in raw.rows if c < len(row) and row[c] is not None]
@@ -473,12 +534,13 @@ def prepare(raw: RowTable, index: int = 0) -> Table:
                 t.money.append(c)  # measured: a price, an average, a weight
         if any(isinstance(v, str) and _fold(v.strip()) in CODES for v in values):
             t.codes.append(c)
+    t.ordered = sorted(t.phrases, key=len, reverse=True)
     declared = [c.lower() for c in (raw.quantity_columns or [])]
     if declared:
         t.quantity = [c for c, name in enumerate(cols) if name.lower() in declared]
     else:
-        t.quantity = [c for c in t.numeric if c not in t.money and not re.search(
-            r"(^|_)(id|key|code|year|zip)$|_id$|^id", cols[c].lower())]
+        t.quantity = [c for c in t.numeric if c not in t.money and not _ID.search(
+            cols[c].lower()) and not re.search(r"(^|_)(year|zip)$", cols[c].lower())]
     if not t.money:
         t.money = [c for c in t.numeric if c not in t.quantity]
     return t
@@ -517,8 +579,8 @@ def _mentions(text: str, tables: list[Table]) -> list[Mention]:
     found: list[Mention] = []
     taken = [False] * len(text)
     for ti, t in enumerate(tables):
-        for phrase in sorted(t.phrases, key=len, reverse=True):
-            if len(phrase) == 1 and not phrase.isalnum():
+        for phrase in t.ordered:
+            if phrase not in text or (len(phrase) == 1 and not phrase.isalnum()):
                 continue
             for m in re.finditer(rf"(?<![\w-]){re.escape(phrase)}(?![\w-]|\.\d)", text):
                 if any(taken[m.start():m.end()]):
@@ -563,18 +625,29 @@ def check_claim(claim: str, tables: list[Table], question: str = "") -> tuple[Ch
     for m in mentions:
         for k in range(m.start, m.end):
             covered[k] = True
-    dates = _dates(text)
+    dates = _dates(text, claim)
     figures = [f for f in figures if not any(m.start <= f.start and f.end <= m.end
                                              for m in mentions)
                and not any(d.start <= f.start and f.end <= d.end for d in dates)]
     for d in dates:
         for k in range(d.start, d.end):
             covered[k] = True
-    # which rows the claim is about: the rows with the most of their values named
+    # a date that is some rows' date cell names them, like any value ("June: 8")
+    unplaced = []
+    for d in dates:
+        found = [Mention(d.start, d.end, t.index, cells) for t in tables
+                 if (cells := [(r, c) for r, row in enumerate(t.raw.rows)
+                               for c, v in enumerate(row)
+                               if (cell := _date_cell(v)) is not None and d.fits(cell)])]
+        if found and len({r for r, _ in found[0].cells}) < tables[found[0].table].n:
+            mentions.append(found[0])
+        else:
+            unplaced.append(d)
+    mentions.sort(key=lambda m: m.start)
     chk.named = len(mentions)
     groups = _groups(mentions, chk, tables, claim)
-    for d in dates:
-        _date(chk, claim, d, tables, groups)
+    for d in unplaced:
+        _date(chk, claim, d, tables, groups, question)
     bound = sorted({(g.table, r) for g in groups for r in g.rows})
     _other_codes(chk, claim, text, tables, mentions, bound)
     # cue words are read outside the values named ("Low Top" is a name, not "low")
@@ -620,6 +693,8 @@ def check_claim(claim: str, tables: list[Table], question: str = "") -> tuple[Ch
             continue  # "0 left" is the availability claim, settled above
         _figure(chk, text, f, tables, groups, _fold(question))
 
+    _column_slots(chk, claim, _fold(claim), tables, mentions, groups)
+
     # -- values named: each a cell of the row its group is about (conflicts found above) ----
     for m in mentions:
         t = tables[m.table]
@@ -647,7 +722,34 @@ def check_claim(claim: str, tables: list[Table], question: str = "") -> tuple[Ch
     return chk, residual
 
 
-def _date(chk: Check, claim: str, d: DateText, tables: list[Table], groups: list[Group]) -> None:
+def _column_slots(chk: Check, claim: str, text: str, tables: list[Table],
+                  mentions: list[Mention], groups: list[Group]) -> None:
+    """A text column named as a label ("Status: returned", "colour is red") must be followed
+    by that column's value in the row the claim is about: the words after the label, up to
+    the next punctuation, must hold a value of the column unless they are framing ("size is
+    available")."""
+    framing = {stem(w) for w in FRAME} | {stem(w) for phrase in (*AVAILABLE, *UNAVAILABLE)
+                                          for w in phrase.split()}
+    for t in tables:
+        for c, name in enumerate(t.raw.columns):
+            if c in t.numeric or not t.n:
+                continue
+            label = re.escape(_fold(name).replace("_", " "))
+            for m in re.finditer(rf"(?<![\w-]){label}s?\s*(?::|\bis\b|\bwas\b|=)\s*", text):
+                if any(x.start <= m.start() < x.end for x in mentions):
+                    continue  # the label is inside a value ("One Size is ...")
+                end = re.search(r"[,.;:()!?]|$", text[m.end():]).start() + m.end()
+                if any(m.end() <= x.start < end for x in mentions):
+                    continue  # a value follows: checked as a value of its row
+                words = [w for w in _WORD.findall(text[m.end():end])
+                         if w not in STOPWORDS and stem(w) not in framing and not w.isdigit()]
+                rows = _rows_at(groups, m.start(), t.index) or list(range(t.n))
+                if words and len(rows) == 1:
+                    chk.bad(f"'{claim[m.end():end].strip()}' is not {t.label(rows[0], c)}")
+
+
+def _date(chk: Check, claim: str, d: DateText, tables: list[Table], groups: list[Group],
+          question: str = "") -> None:
     """A date the claim writes: a date cell of the row it is about, with every part given."""
     written = claim[d.start:d.end]
     seen = None
@@ -665,6 +767,9 @@ def _date(chk: Check, claim: str, d: DateText, tables: list[Table], groups: list
     if seen is not None:
         t, r, c = seen
         chk.bad(f"'{written}' is not {t.label(r, c)}")
+    elif any(q.year == d.year and q.month == d.month and (d.day is None or q.day == d.day)
+             for q in _dates(_fold(question), question)):
+        chk.ok(f"'{written}' is the date the question names (the query's condition)")
     else:
         chk.unsettled.append(f"'{written}': no date in the rows")
 
@@ -762,6 +867,85 @@ def _rows_at(groups: list[Group], pos: int, table: int, end: int | None = None,
     return sorted(set().union(*(g.rows for g in mine))) if mine else []
 
 
+def _belongs(text: str, f: Figure, groups: list[Group]) -> bool:
+    """Whether a figure is an item's value ("delivered: 13", "Alba Knit has 2", "13
+    delivered"), not a count of the items ("… and Northvale — that's four brands")."""
+    before = [g for g in groups if g.end <= f.start]
+    after = [g for g in groups if g.start >= f.end]
+    if before and re.fullmatch(r"\s*(?:[:(=\-]|has|had|have|with|at|costs?|is|are|was|were|"
+                               r"for)?\s*(?:only\s+)?", text[before[-1].end:f.start]):
+        return True
+    return bool(after) and _LEADS.fullmatch(text[f.end:after[0].start]) is not None
+
+
+def _arithmetic(before: str) -> float | None:
+    """The value of the arithmetic a claim writes before an "=" ("2 × €59 + 1 × €69.90 ="),
+    or ``None`` when what precedes it is not arithmetic.
+
+    >>> round(_arithmetic("2 × €59 + 1 × €69.90 = "), 2), _arithmetic("it is = ")
+    (187.9, None)
+    """
+    expr = re.split(r"[:;\n]", before.rstrip().rstrip("=").rstrip())[-1]
+    expr = re.sub(r"(?<=\d)\s*(?:eur|euros?|usd|€|\$|£)\b|[€$£]", "", expr, flags=re.I)
+    parts = re.findall(r"\d[\d.,]*|[+\-×x*/]", expr)
+    if len(parts) < 3 or not re.fullmatch(r"[\d.,+\-×x*/()\s]*", expr.strip() or "x"):
+        return None
+    terms: list[float] = []
+    sign, product, op = 1.0, None, None
+    for part in parts:
+        if part[0].isdigit():
+            read = readings(part)
+            if not read:
+                return None
+            value = read[0][0]
+            product = value if product is None else (
+                product * value if op in ("×", "x", "*") else product / value if value else None)
+            if product is None:
+                return None
+        elif part in "+-":
+            if product is None:
+                return None
+            terms.append(sign * product)
+            sign, product = (1.0 if part == "+" else -1.0), None
+        else:
+            op = part
+    if product is None:
+        return None
+    terms.append(sign * product)
+    return sum(terms)
+
+
+def _aggregate(chk: Check, t: Table, f: Figure, shown: str, sum_word: str | None,
+               mean_word: str | None) -> bool:
+    """Whether the figure is a sum (of a column, or of a quantity times a price per row) or a
+    mean over the rows; the evidence says which."""
+    for c in (t.money + [c for c in t.numeric if c not in t.money]):
+        values = t.column(c)
+        if not values:
+            continue
+        total, mean = round(sum(values), 6), round(sum(values) / len(values), 6)
+        name = t.raw.columns[c]
+        per_unit = bool(t.quantity) and re.search(r"(^|_|\b)(unit|each|per)(_|\b|$)",
+                                                  name.lower()) is not None
+        if sum_word and matches(total, f) and not per_unit:
+            # a price per unit adds up only times its quantity (below)
+            chk.ok(f"sum of {name} over {len(values)} rows = {_show(total)}: {shown}")
+            return True
+        if mean_word and matches(mean, f):
+            chk.ok(f"mean of {name} over {len(values)} rows = {_show(mean)}: {shown}")
+            return True
+    if sum_word:
+        for q in t.quantity:
+            for c in t.money:
+                products = [(_number(r[q]) or 0) * (_number(r[c]) or 0) for r in t.raw.rows]
+                total = round(sum(products), 6)
+                if matches(total, f):
+                    chk.ok(f"sum of {t.raw.columns[q]} × {t.raw.columns[c]} over {t.n} rows = "
+                           f"{_show(total)}: {shown}")
+                    return True
+    return False
+
+
 _CLAUSE = re.compile(r";|:(?=\s)|,?\s(?:but|while|whereas|although|though)\b|\s-(?=\s)")
 
 
@@ -855,10 +1039,35 @@ def _order(chk: Check, text: str, tables: list[Table], mentions: list[Mention],
         low = _has(asked, LOW) or _has(asked, ("cheaper", "less expensive", "costs less",
                                                "fewer", "lower"))
         high = _has(asked, HIGH) or _has(asked, ("pricier", "more expensive", "costs more",
-                                                 "higher")) if not low else None
+                                                 "higher"))
+        if (low and high) or re.search(r"\d|\b(?:list|sort|rank|order|top|all)\b", asked):
+            low = high = None  # a question for a list or an order, not for one row
+        elif low:
+            high = None
         text = text + " " + asked  # the column the question names counts as named
+    order = _has(text, ASCENDING) and "ascending" or _has(text, DESCENDING) and "descending"
+    items = [g for g in groups if len(g.rows) == 1]
+    if order and len(items) >= 2 and len({g.table for g in items}) == 1:
+        t = tables[items[0].table]
+        col = _order_column(text, "cheap" if order else "", t)
+        if col is not None:
+            values = [(next(iter(g.rows)), _number(t.raw.rows[next(iter(g.rows))][col]))
+                      for g in items]
+            pairs = list(zip(values, values[1:], strict=False))
+            wrong = next(((a, b) for a, b in pairs if a[1] is not None and b[1] is not None
+                          and (a[1] > b[1] if order == "ascending" else a[1] < b[1])), None)
+            name = t.raw.columns[col]
+            if wrong is None:
+                chk.ok(f"rows {', '.join(str(r + 1) for r, _ in values)} are in {order} order "
+                       f"of {name}")
+            else:
+                (a, va), (b, vb) = wrong
+                chk.bad(f"{t.label(a, col)} comes before {t.label(b, col)}: not {order}")
+            return
     word = low or high
-    if word and groups:
+    pair = (less or more) and len(groups) >= 2 and groups[0].table == groups[1].table and \
+        len(groups[0].rows) == 1 and len(groups[1].rows) == 1
+    if word and groups and not pair:
         ti = groups[0].table
         t = tables[ti]
         rows = sorted(groups[0].rows)
@@ -869,19 +1078,19 @@ def _order(chk: Check, text: str, tables: list[Table], mentions: list[Mention],
         if col is None:
             chk.unsettled.append(f"'{word}': no single numeric column to order by")
             return
-        values = t.column(col)
+        values = [v for r in range(t.n) if (v := _value(t, r, col)) is not None]
         target = min(values) if low else max(values)
-        got = [(r, _number(t.raw.rows[r][col])) for r in rows]
+        got = [(r, _value(t, r, col)) for r in rows]
         name = t.raw.columns[col]
         if any(v == target for _, v in got):
             r = next(r for r, v in got if v == target)
             chk.ok(f"{t.label(r, col)} is the {'minimum' if low else 'maximum'} of {name} over "
                    f"{t.n} rows: '{word}'")
         else:
+            best = next(r for r in range(t.n) if _value(t, r, col) == target)
             chk.bad(f"{t.label(got[0][0], col)}, but the {'minimum' if low else 'maximum'} of "
-                    f"{name} over {t.n} rows is {_show(target)}: not '{word}'")
-    elif (less or more) and len(groups) >= 2 and groups[0].table == groups[1].table and \
-            len(groups[0].rows) == 1 and len(groups[1].rows) == 1:
+                    f"{name} over {t.n} rows is {t.label(best, col)}: not '{word}'")
+    elif pair:
         t = tables[groups[0].table]
         col = _order_column(text, less or more, t)
         if col is None:
@@ -895,10 +1104,11 @@ def _order(chk: Check, text: str, tables: list[Table], mentions: list[Mention],
         (chk.ok if holds else chk.bad)(line)
 
 
+_CUR = r"(?:\s*(?:eur|usd|gbp|chf)\b)?"
 _RANGE = re.compile(r"(?P<word>from|between|starts? at|starting at|start from|starts from)"
-                    r"\s*$")
+                    + _CUR + r"\s*$")
 _RANGE_MID = re.compile(r"^\s*(?:\([^()]{0,60}\)\s*)?(?:to|and|-|(?:and\s+)?(?:go(?:es)?|run|"
-                        r"runs|rise|rises)\s+(?:up\s+)?to|up to)\s*$")
+                        r"runs|rise|rises)\s+(?:up\s+)?to|up to)" + _CUR + r"\s*$")
 _DIFFERENCE = re.compile(r"^\s*(?:(?:more|less|fewer|extra)(?:\s+expensive)?\s+than|cheaper|pricier|"
                          r"dearer|higher|lower)\b")
 
@@ -965,7 +1175,23 @@ def _spans(chk: Check, text: str, figures: list[Figure], tables: list[Table],
     return out
 
 
+def _value(t: Table, r: int, c: int) -> float | None:
+    """A cell as a comparable number: numbers as they are, dates as YYYYMMDD.HHMM."""
+    v = t.raw.rows[r][c]
+    cell = _date_cell(v)
+    if cell is not None:
+        y, m, d, time = cell
+        return y * 10000 + m * 100 + (d or 0) + (int(time.replace(":", "")) / 10000
+                                                 if time else 0.0)
+    return _number(v)
+
+
 def _order_column(text: str, word: str, t: Table) -> int | None:
+    if word in DATE_ORDER:
+        dated = [c for c in range(len(t.raw.columns))
+                 if t.n and all(_date_cell(row[c]) is not None for row in t.raw.rows
+                                if row[c] is not None)]
+        return dated[0] if len(dated) == 1 else None
     named = _named(text, t, t.numeric)
     if len(named) == 1:
         return named[0]
@@ -993,6 +1219,12 @@ def _figure(chk: Check, text: str, f: Figure, tables: list[Table],
             chk.bad(f"{_tname(t)}has {t.n} rows and the claim names {named}, so "
                     f"{t.n - named} more, not {shown}")
         return
+    if re.search(r"=\s*(?:[€$£¥]\s*)?$", text[:f.start]):
+        computed = _arithmetic(text[:f.start])
+        if computed is not None:
+            (chk.ok if matches(round(computed, 6), f) else chk.bad)(
+                f"the claim's own sum {_show(round(computed, 6))} vs {shown}")
+            return
     sum_word, mean_word = _has(text, SUM_WORDS), _has(text, MEAN_WORDS)
     for t in tables:
         if not t.n:
@@ -1013,6 +1245,15 @@ def _figure(chk: Check, text: str, f: Figure, tables: list[Table],
                 else:
                     chk.bad(f"{t.label(*miss)}: not {shown}")
                 return
+        whole = (sum_word or mean_word) and t.n > 1 and \
+            not any(g.table == t.index and g.start <= f.start for g in groups)
+        if whole:  # "together they cost X", "on average X": the rows' sum or mean, no cell
+            if _aggregate(chk, t, f, shown, sum_word, mean_word):
+                return
+            if not f.money and matches(float(t.n), f):
+                chk.ok(f"{_tname(t)}has {t.n} rows: {shown}")
+                return
+            continue
         cols = list(range(len(t.raw.columns)))
         if f.money:
             cols = [c for c in cols if c not in t.quantity or c in t.money]
@@ -1024,25 +1265,13 @@ def _figure(chk: Check, text: str, f: Figure, tables: list[Table],
                 if v is not None and matches(v, f):
                     chk.ok(f"{t.label(r, c)}: {shown}")
                     return
-        item = len(rows) == 1 and sum(g.table == t.index for g in groups) >= 2
+        item = len(rows) == 1 and sum(g.table == t.index for g in groups) >= 2 and \
+            _belongs(text, f, [g for g in groups if g.table == t.index])
         if not f.money and not f.quantity and not item and matches(float(t.n), f):
             chk.ok(f"{_tname(t)}has {t.n} row{'s' if t.n != 1 else ''}: {shown}")
             return
-        if sum_word or mean_word:
-            for c in (t.money + [c for c in t.numeric if c not in t.money]):
-                values = t.column(c)
-                if not values:
-                    continue
-                total, mean = sum(values), sum(values) / len(values)
-                name = t.raw.columns[c]
-                if sum_word and matches(round(total, 6), f):
-                    chk.ok(f"sum of {name} over {len(values)} rows = {_show(round(total, 6))}: "
-                           f"{shown}")
-                    return
-                if mean_word and matches(round(mean, 6), f):
-                    chk.ok(f"mean of {name} over {len(values)} rows = {_show(round(mean, 6))}: "
-                           f"{shown}")
-                    return
+        if (sum_word or mean_word) and _aggregate(chk, t, f, shown, sum_word, mean_word):
+            return
     if _has(text, DIFFERENCE_WORDS):
         for t in tables:
             rows = sorted({r for g in groups if g.table == t.index for r in g.rows}) \
@@ -1079,6 +1308,17 @@ def _figure(chk: Check, text: str, f: Figure, tables: list[Table],
 _CAPITAL = re.compile(r"(?<![\w'])[A-Z][\w'&-]*")
 
 
+@lru_cache(maxsize=1)
+def _framing() -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of :data:`FRAME`, and of every word of the cue lists (computed once)."""
+    frame = frozenset(stem(w) for w in FRAME)
+    lexicon = frozenset(stem(w) for phrase in (
+        *AVAILABLE, *UNAVAILABLE, *EMPTY, *SUM_WORDS, *MEAN_WORDS, *LOW, *HIGH, *LESS, *MORE,
+        *HEDGES, *QUANTITY_WORDS, *NUMBER_WORDS, *DIFFERENCE_WORDS, *ASCENDING, *DESCENDING)
+        for w in phrase.split())
+    return frame, lexicon
+
+
 def _residual(claim: str, text: str, covered: list[bool], tables: list[Table],
               question: str, mentions: list[Mention]) -> list[tuple[str, bool]]:
     """Words of the claim that neither a cell, a column's name, the question nor the claim's
@@ -1089,12 +1329,8 @@ def _residual(claim: str, text: str, covered: list[bool], tables: list[Table],
     columns = {stem(w) for t in tables for c in t.raw.columns
                for w in re.split(r"[_\W]+", _fold(c)) if w}
     qwords = {stem(w) for w in _WORD.findall(_fold(question))}
-    qstarts = {w[:5] for w in _WORD.findall(_fold(question)) if len(w) >= 5}
-    frame = {stem(w) for w in FRAME}
-    lexicon = {stem(w) for phrase in (*AVAILABLE, *UNAVAILABLE, *EMPTY, *SUM_WORDS,
-                                     *MEAN_WORDS, *LOW, *HIGH, *LESS, *MORE, *HEDGES,
-                                     *QUANTITY_WORDS, *NUMBER_WORDS, *DIFFERENCE_WORDS)
-               for w in phrase.split()}
+    qstarts = {w[:4] for w in _WORD.findall(_fold(question)) if len(w) >= 5}
+    frame, lexicon = _framing()
     starts = sorted(m.start for m in mentions)
     out = []
     for m in _WORD.finditer(text):
@@ -1107,9 +1343,9 @@ def _residual(claim: str, text: str, covered: list[bool], tables: list[Table],
         original = claim[m.start():m.end()] if len(claim) == len(text) else w
         is_name = bool(_CAPITAL.fullmatch(original)) and m.start() > 0 and \
             not re.search(r"[.!?:;\n-]\s*$", claim[:m.start()])
-        if s in columns or s in qwords or (len(w) >= 5 and w[:5] in qstarts):
+        if s in columns or s in qwords or (len(w) >= 5 and w[:4] in qstarts):
             continue
-        if not is_name and (s in frame or s in lexicon):
+        if (not is_name or (original.isupper() and len(w) <= 3)) and (s in frame or s in lexicon):
             continue
         nxt = next((x for x in starts if x >= m.end()), None)
         before_value = nxt is not None and re.fullmatch(r"[\s,]*", text[m.end():nxt]) is not None
