@@ -403,7 +403,11 @@ def test_llamaindex_nl_to_sql():
     assert trace.text2sql.sql == sql
     assert trace.text2sql.rows == [["Blue scarf", 19.99]]
     assert trace.text2sql.columns == ["name", "price"]
-    assert trace.text2sql.usage.prompt_tokens == 320  # both LLM calls under `_query`
+    # its own work: the NLSQLRetriever span (the SQL LLM call and the query), not the
+    # answer-synthesis LLM call that `_query` also holds (the generator's) — issue 31
+    assert trace.text2sql.usage.prompt_tokens == 200 and trace.text2sql.usage.completion_tokens == 30
+    assert trace.text2sql.latency_ms == pytest.approx(398.0)
+    assert "NLSQLRetriever.retrieve" in mapped.components["text2sql"].values["own_work"]
     assert trace.retriever is None  # the NLSQLRetriever is not the document retriever
     assert trace.router is None
     assert trace.generator.contexts == ["name: Blue scarf; price: 19.99"]
@@ -1165,3 +1169,63 @@ def test_the_docs_example_mapping_is_valid():
     assert blocks
     for block in blocks:
         check_mapping(resolve_mapping(mapping(block)), SHOP)
+
+
+def test_a_router_apps_text2sql_is_timed_and_charged_for_its_own_work_only():
+    """Issue 31: RouterQueryEngine._query passes the SQL engine's response through, so the
+    preset's text2sql selector matched it (outermost): text2sql was timed as the whole routed
+    query and charged every LLM call's tokens, 52% of latency and 48% of tokens."""
+    sc = OI_LLAMA
+    sql = "SELECT name, price FROM products WHERE price < 30"
+    meta = {"sql_query": sql, "result": [["Blue scarf", 19.99]], "col_keys": ["name", "price"]}
+    spans = [
+        span("rq", None, "RouterQueryEngine.query", "CHAIN", (0, 252),
+             {"input.value": "Which scarves cost under 30?"}, scope=sc),
+        span("rq_", "rq", "RouterQueryEngine._query", "CHAIN", (1, 251),
+             {"output.value": {"response": "Blue scarf, 19.99.", "metadata": meta}}, scope=sc),
+        span("sel", "rq_", "LLMSingleSelector.select", "CHAIN", (2, 40), {
+            "output.value": {"selections": [{"index": 0, "reason": "catalog"}]}}, scope=sc),
+        oi_llm("sel-llm", "sel", (3, 39), '{"choice": 1}', prompt=80, completion=5, scope=sc,
+               name="OpenAI.chat"),
+        span("nl_", "rq_", "NLSQLTableQueryEngine._query", "CHAIN", (41, 250),
+             {"output.value": {"response": "Blue scarf, 19.99.", "metadata": meta}}, scope=sc),
+        oi_llm("sql-llm", "nl_", (42, 120), f"SQLQuery: {sql}\nSQLResult:", prompt=200,
+               completion=30, scope=sc, name="OpenAI.chat"),
+        oi_llm("synth", "nl_", (125, 245), "The Blue scarf costs 19.99.", prompt=120,
+               completion=10, scope=sc, name="OpenAI.chat"),
+    ]
+    spec = mapping("preset: llamaindex-openinference\n"
+                   "components: {router: {routes: {map: {'0': sql, '1': blog}}}}")
+    mapped = map_trace(spans, spec, SHOP)
+    t = mapped.trace
+    assert t.router.routes == ["sql"] and t.generator.answer == "The Blue scarf costs 19.99."
+    # text2sql: NLSQLTableQueryEngine._query (41..250) without the synthesis call (125..245)
+    assert t.text2sql.latency_ms == pytest.approx(209.0 - 120.0)
+    assert (t.text2sql.usage.prompt_tokens, t.text2sql.usage.completion_tokens) == (200, 30)
+    assert (t.generator.usage.prompt_tokens, t.generator.usage.completion_tokens) == (120, 10)
+    own = mapped.components["text2sql"].values["own_work"]
+    assert "NLSQLTableQueryEngine._query" in own and "generator's" in own
+    # every LLM call counted once: the components' tokens add up to the trace's
+    total = sum(u.prompt_tokens + u.completion_tokens for u in (
+        t.router.usage, t.text2sql.usage, t.generator.usage) if u is not None)
+    assert total == 80 + 5 + 200 + 30 + 120 + 10
+    assert not [p for p in mapped.problems if p.field == "usage"]
+    assert "own_work" in explain(mapped) or "NLSQLTableQueryEngine._query" in explain(mapped)
+
+
+def test_tokens_counted_for_two_components_are_a_warning():
+    """A mapping whose two components take the same LLM span counts its tokens twice: the
+    mapping says so (the self-check of issue 31)."""
+    spans = [
+        span("root", None, "app", "CHAIN", (0, 100), {"input.value": "q"}, scope=OI_LLAMA),
+        oi_llm("llm", "root", (1, 99), "SELECT 1", prompt=50, completion=5, scope=OI_LLAMA,
+               name="OpenAI.chat"),
+    ]
+    spec = mapping("""
+components:
+  text2sql: {select: {kind: LLM}, sql: {field: attributes.llm.output_messages, path: '$[-1].message.content'}}
+  generator: {select: {kind: LLM}, answer: {field: attributes.llm.output_messages, path: '$[-1].message.content'}}
+""")
+    mapped = map_trace(spans, spec, SHOP)
+    [warning] = [p for p in mapped.problems if p.field == "usage"]
+    assert "add up to 110, more than the 55" in warning.message

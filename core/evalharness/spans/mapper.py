@@ -14,6 +14,10 @@ everything in a :class:`~evalharness.spans.mapped.Mapped`. The rules:
   (LangSmith) is counted once, and a provider's span under a framework's LLM span
   (OpenLLMetry) is not counted again. :data:`USAGE_KEYS` and :data:`NESTED_USAGE_KEYS` say
   which attributes report usage.
+* **Own work**: a component's latency and tokens leave out the spans of other components
+  inside its chosen span, and are measured on the innermost match of its selector when the
+  chosen (outermost) match holds another component's span beside it (:func:`_own_work`); a
+  warning says when the components' tokens still exceed the trace's.
 * A value that is ``__REDACTED__`` (or another marker under ``redacted:``), or absent from a
   chosen span (content capture off), never becomes an empty answer: the step gets an ``error``
   that says so. A chosen span whose status is ERROR makes the step's ``error``.
@@ -669,10 +673,12 @@ def _count(value: Any) -> int:
         return 0
 
 
-def _usage_over(tree: _Tree, spans: Sequence[Span]) -> tuple[tuple[int, int], int] | None:
-    """Tokens of the outermost usage-reporting spans under ``spans``; and how many spans."""
+def _usage_over(tree: _Tree, spans: Sequence[Span], skip: set[str] = frozenset()
+                ) -> tuple[tuple[int, int], int] | None:
+    """Tokens of the outermost usage-reporting spans under ``spans`` (not under the spans
+    ``skip`` names); and how many spans."""
     total_p = total_c = n = 0
-    seen: set[str] = set()
+    seen: set[str] = set(skip)
     for top in spans:
         stack = [top]
         while stack:
@@ -766,6 +772,11 @@ class _Component:
     chosen: list[Span] = field(default_factory=list)
     step: dict[str, Any] | None = None
     extra_spans: list[Span] = field(default_factory=list)
+    work: dict[str, Span] = field(default_factory=dict)
+    """Chosen span id -> the innermost match nested in it, which does the component's work
+    (a router's query span that passes the text-to-SQL engine's response through)."""
+    overridden: set[str] = field(default_factory=set)
+    """``latency_ms`` and/or ``usage`` when the mapping's own extractors gave them."""
 
 
 def map_trace(spans: Sequence[Span], mapping: Mapping | MappingSpec | None,
@@ -866,6 +877,8 @@ def map_trace(spans: Sequence[Span], mapping: Mapping | MappingSpec | None,
                         f"(preset {mapping.preset or 'none'}): {reasons}")
         mapped.trace.error = mapped.error
         return mapped
+    mapped.problems += _own_work(ctx, done)
+    mapped.components = {name: c.explanation for name, c in done.items()}
     _assemble_trace(mapped, done, step_models)
     if mapped.join_key is not None:
         mapped.trace.case_id = mapped.join_key
@@ -935,6 +948,8 @@ def _choose(ctx: _Context, comp: _Component, block: ComponentMapping) -> None:
                   f"the {pick} of {len(found)} matching spans by start time (pick: {pick})")
     ex.chosen = [SpanRef.of(s) for s in comp.chosen]
     ex.others = [SpanRef.of(s) for s in found if s not in comp.chosen][:10]
+    if nested:
+        comp.work = _innermost(ctx, block.select, comp.chosen)
     if len(found) > 1 and pick != "all":
         ex.problems.append(Problem(
             kind="ambiguous",
@@ -943,6 +958,126 @@ def _choose(ctx: _Context, comp: _Component, block: ComponentMapping) -> None:
     if nested:
         ex.why += (f"; {nested} nested match{'es' if nested > 1 else ''} dropped (inside "
                    "another match: `outermost`)")
+
+
+def _innermost(ctx: _Context, sel: Selector, chosen: Sequence[Span]) -> dict[str, Span]:
+    """For each chosen span with matches of the selector nested in it, the innermost one —
+    when there is exactly one innermost match (one chain of nesting); else the span itself."""
+    every = {s.span_id for s in ctx.tree.spans if ctx.matches(sel, s)}
+    holders = ctx.tree.above(lambda s: s.span_id in every)  # matches with a match below
+    out: dict[str, Span] = {}
+    for top in chosen:
+        inside = [s for s in ctx.tree.subtree(top)[1:] if s.span_id in every
+                  and s.span_id not in holders]
+        if len(inside) == 1:
+            out[top.span_id] = inside[0]
+    return out
+
+
+def _own_work(ctx: _Context, done: dict[str, _Component]) -> list[Problem]:
+    """A component's latency and tokens are its own work: measured on the innermost span that
+    does it (see :func:`_innermost`), without the spans other components were mapped to
+    inside it (the answer-synthesis LLM call inside a text-to-SQL engine's span). Returns a
+    warning when the components' tokens still add up to more than the trace's LLM spans."""
+    mapped = {name: c for name, c in done.items()
+              if c.chosen and c.step is not None and "error" not in c.step}
+    chosen_of = {name: c.chosen + c.extra_spans for name, c in mapped.items()}
+    mine: dict[str, list[Span]] = {}
+    for name, comp in mapped.items():
+        others = {s.span_id for other, theirs in chosen_of.items() if other != name
+                  for s in theirs}
+        spans = []
+        for top in comp.chosen:
+            inner = comp.work.get(top.span_id)
+            if inner is not None:
+                # the outer match holds another component's span beside the inner match:
+                # it is not this component's work (a router's query span around the engine)
+                beside = {s.span_id for s in ctx.tree.subtree(top)} - {
+                    s.span_id for s in ctx.tree.subtree(inner)}
+                if not beside & others:
+                    inner = None
+            spans.append(inner or top)
+        mine[name] = spans + comp.extra_spans
+    for name, spans in mine.items():
+        comp = done[name]
+        inside = {s.span_id for top in spans for s in ctx.tree.subtree(top)}
+        foreign = [s for other, theirs in mine.items() if other != name for s in theirs
+                   if s.span_id in inside and s not in spans]
+        nested_ids = ctx.tree.nested(foreign)
+        foreign = [s for s in foreign if s.span_id not in nested_ids]
+        moved = spans != comp.chosen + comp.extra_spans
+        if not foreign and not moved:
+            continue
+        owners = {s.span_id: other for other, theirs in mine.items() for s in theirs}
+        notes = []
+        if moved:
+            notes.append("measured on " + ", ".join(
+                SpanRef.of(s).label() for s in spans if s not in comp.chosen)
+                + " (the innermost match of the selector)")
+        if foreign:
+            notes.append("without " + ", ".join(
+                f"{owners[s.span_id]}'s {SpanRef.of(s).label()}" for s in foreign))
+        values = comp.explanation.values
+        if "latency_ms" not in comp.overridden:
+            own = _latency_without(spans, foreign)
+            if own is not None:
+                comp.step["latency_ms"] = values["latency_ms"] = own
+        if "usage" not in comp.overridden:
+            usage = _usage_over(ctx.tree, spans, skip={s.span_id for s in foreign})
+            if usage is None:
+                comp.step.pop("usage", None)
+                values.pop("usage", None)
+                values.pop("usage_from", None)
+            else:
+                (p, c), n = usage
+                comp.step["usage"] = values["usage"] = {"prompt_tokens": p,
+                                                        "completion_tokens": c}
+                values["usage_from"] = f"{n} span(s) reporting usage"
+        comp.explanation.values["own_work"] = "; ".join(notes)
+    counted = sum((u.get("prompt_tokens", 0) or 0) + (u.get("completion_tokens", 0) or 0)
+                  for c in done.values() if c.step and isinstance(u := c.step.get("usage"), dict)
+                  and not c.overridden & {"usage"})
+    used = _usage_over(ctx.tree, [ctx.tree.root])
+    if used is not None and counted > sum(used[0]):
+        return [Problem(kind="invalid", field="usage", message=(
+            f"the components' tokens add up to {counted:,}, more than the {sum(used[0]):,} "
+            "the trace's spans report: a span's usage is counted for two components (give "
+            "the components' selectors spans that do not contain each other's LLM calls)"))]
+    return []
+
+
+def _latency_without(spans: Sequence[Span], foreign: Sequence[Span]) -> float | None:
+    """Milliseconds covered by ``spans`` and not by ``foreign`` (spans inside them).
+
+    >>> def at(start, end):
+    ...     return Span(trace_id="t", span_id=f"s{start}", parent_id=None, name="x",
+    ...                 start_ns=start * 1_000_000, end_ns=end * 1_000_000)
+    >>> _latency_without([at(0, 250)], [at(120, 230)])
+    140.0
+    """
+    total = _latency(spans)
+    if total is None or not foreign:
+        return total
+    mine = [(s.start_ns, s.end_ns) for s in spans]
+    cut = 0
+    for f in foreign:
+        if f.start_ns is None or f.end_ns is None or f.end_ns < f.start_ns:
+            return total  # its time is not known: nothing is taken away
+    for lo, hi in _merged([(f.start_ns, f.end_ns) for f in foreign]):
+        for a, b in mine:
+            if a is not None and b is not None:
+                cut += max(0, min(b, hi) - max(a, lo))
+    return max(0.0, total - cut / 1e6)
+
+
+def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _describe_spec(spec: Any) -> str:
@@ -985,7 +1120,9 @@ def _extract(ctx: _Context, comp: _Component, block: ComponentMapping, pipeline:
     # Latency and tokens
     spans_for_cost = comp.chosen + comp.extra_spans
     lat = _override(ctx, comp, block.latency_ms, "latency_ms")
-    if lat is None:
+    if lat is not None:
+        comp.overridden.add("latency_ms")
+    else:
         lat = _latency(spans_for_cost)
         for span in spans_for_cost:
             inverted = _inverted(span)
@@ -996,6 +1133,7 @@ def _extract(ctx: _Context, comp: _Component, block: ComponentMapping, pipeline:
     c_over = _override(ctx, comp, block.completion_tokens, "completion_tokens")
     usage = _usage_over(ctx.tree, spans_for_cost)
     if p_over is not None or c_over is not None:
+        comp.overridden.add("usage")
         step["usage"] = {"prompt_tokens": int(p_over or 0), "completion_tokens": int(c_over or 0)}
         ex.values["usage_from"] = "the mapping's token extractors"
     elif usage is not None:
