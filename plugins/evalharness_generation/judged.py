@@ -44,8 +44,8 @@ def _claims(judge, pairs: Sequence[tuple[str, str]], metric: str) -> list[Judgme
 
 
 def _verify(judge, pairs: Sequence[tuple[str, list[str]]], metric: str) -> list[Judgment]:
-    return judge.run_many(CLAIM_SUPPORT, [ClaimSupportInput(context=c, claims=cl)
-                                          for c, cl in pairs], metric=metric)
+    return _verify_inputs(judge, [ClaimSupportInput(context=c, claims=cl) for c, cl in pairs],
+                          metric)
 
 
 def _verify_inputs(judge, inputs: Sequence[ClaimSupportInput], metric: str) -> list[Judgment]:
@@ -99,8 +99,9 @@ def faithfulness(batch, settings: FaithfulnessSettings, context) -> Rows:
     todo = []
     for i, (case, step) in enumerate(batch):
         answer = (step.answer or "").strip()
-        evidence = generator_evidence(case, step, context, settings.availability)
-        if settings.rows == "text" or not evidence.tables:
+        evidence = (generator_evidence(case, step, context, settings.availability)
+                    if settings.rows == "table" else None)
+        if evidence is None or not evidence.tables:
             prose = generator_sources(case, step, context)
             inputs = ClaimSupportInput(context="\n\n".join(prose), claims=[]) if prose else None
         else:

@@ -50,7 +50,7 @@ from evalharness.judge.tasks import (
     SynthCaseInput,
     SynthCaseOutput,
 )
-from evalharness.judge.words import STOPWORDS, stem
+from evalharness.judge.words import STOPWORDS, fold, stem
 from evalharness.memo import LRU
 
 MODEL = "heuristic-v3"
@@ -170,18 +170,6 @@ def normalise(text: str) -> str:
 
 _UNIFY = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‑": "-"})
 _SPACES = re.compile(r"\s+")
-
-
-@lru_cache(maxsize=65536)
-def fold(word: str) -> str:
-    """Lowercase and strip accents (so "Pelé" matches "Pele"). Memoised: every token of
-    every text goes through it, and a run's vocabulary is small.
-
-    >>> fold("Pelé")
-    'pele'
-    """
-    decomposed = unicodedata.normalize("NFKD", word.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 _DETACHED_CLITIC = re.compile(r"(?<=\w) (?=(?:'(?:s|m|re|ve|ll|d)|n't)\b)", re.IGNORECASE)

@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from evalharness.judge.tasks import RowTable
-from evalharness.judge.words import STOPWORDS, stem
+from evalharness.judge.words import STOPWORDS, fold, stem
 
 # == the policy ================================================================================
 
@@ -250,12 +250,6 @@ SPELLINGS = {"grey": "gray", "colour": "color", "cancelled": "canceled",
              "travelling": "traveling", "organise": "organize"}
 """A cell's British spellings, also matched in their American form ("gray" is "grey")."""
 _SPELLING = re.compile(r"\b(" + "|".join(SPELLINGS) + r")\b")
-
-
-def _fold(text: str) -> str:
-    import unicodedata
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 
@@ -521,7 +515,7 @@ def prepare(raw: RowTable, index: int = 0) -> Table:
                 t.phrases.setdefault(str(v), []).append((r, c))  # "order 57" names its row
                 continue
             if isinstance(v, str) and v.strip():
-                text = _fold(_norm(v))
+                text = fold(_norm(v))
                 american = _SPELLING.sub(lambda m: SPELLINGS[m.group(1)], text)
                 for phrase in dict.fromkeys((text, american, *VALUE_WORDS.get(text, ()))):
                     t.phrases.setdefault(phrase, []).append((r, c))
@@ -532,7 +526,7 @@ def prepare(raw: RowTable, index: int = 0) -> Table:
             t.numeric.append(c)
             if any(isinstance(v, float) for v in values):
                 t.money.append(c)  # measured: a price, an average, a weight
-        if any(isinstance(v, str) and _fold(v.strip()) in CODES for v in values):
+        if any(isinstance(v, str) and fold(v.strip()) in CODES for v in values):
             t.codes.append(c)
     t.ordered = sorted(t.phrases, key=len, reverse=True)
     declared = [c.lower() for c in (raw.quantity_columns or [])]
@@ -614,7 +608,7 @@ def check_claim(claim: str, tables: list[Table], question: str = "") -> tuple[Ch
     """Settle what ``claim`` asserts against the tables: the evidence for and against it, and
     the words nothing explains."""
     claim = _norm(claim)
-    text = _fold(claim)
+    text = fold(claim)
     chk = Check()
     mentions = sorted(_mentions(text, tables) + _codes(claim, text, tables),
                       key=lambda m: m.start)
@@ -681,7 +675,7 @@ def check_claim(claim: str, tables: list[Table], question: str = "") -> tuple[Ch
 
     # -- availability --------------------------------------------------------------------------
     if (available or unavailable) and nonempty:
-        _availability(chk, text, tables, groups, _fold(question))
+        _availability(chk, text, tables, groups, fold(question))
 
     # -- superlatives and comparatives ---------------------------------------------------------
     _order(chk, text, tables, mentions, groups, question)
@@ -691,9 +685,9 @@ def check_claim(claim: str, tables: list[Table], question: str = "") -> tuple[Ch
     for f in figures:
         if unavailable and f.value == 0:
             continue  # "0 left" is the availability claim, settled above
-        _figure(chk, text, f, tables, groups, _fold(question))
+        _figure(chk, text, f, tables, groups, fold(question))
 
-    _column_slots(chk, claim, _fold(claim), tables, mentions, groups)
+    _column_slots(chk, claim, fold(claim), tables, mentions, groups)
 
     # -- values named: each a cell of the row its group is about (conflicts found above) ----
     for m in mentions:
@@ -734,7 +728,7 @@ def _column_slots(chk: Check, claim: str, text: str, tables: list[Table],
         for c, name in enumerate(t.raw.columns):
             if c in t.numeric or not t.n:
                 continue
-            label = re.escape(_fold(name).replace("_", " "))
+            label = re.escape(fold(name).replace("_", " "))
             for m in re.finditer(rf"(?<![\w-]){label}s?\s*(?::|\bis\b|\bwas\b|=)\s*", text):
                 if any(x.start <= m.start() < x.end for x in mentions):
                     continue  # the label is inside a value ("One Size is ...")
@@ -768,7 +762,7 @@ def _date(chk: Check, claim: str, d: DateText, tables: list[Table], groups: list
         t, r, c = seen
         chk.bad(f"'{written}' is not {t.label(r, c)}")
     elif any(q.year == d.year and q.month == d.month and (d.day is None or q.day == d.day)
-             for q in _dates(_fold(question), question)):
+             for q in _dates(fold(question), question)):
         chk.ok(f"'{written}' is the date the question names (the query's condition)")
     else:
         chk.unsettled.append(f"'{written}': no date in the rows")
@@ -783,7 +777,7 @@ def _other_codes(chk: Check, claim: str, text: str, tables: list[Table],
         if not t.codes or not t.n:
             continue
         rows = bound_rows(bound, t.index) or list(range(t.n))
-        held = {_fold(str(t.raw.rows[r][c])) for r in rows for c in t.codes}
+        held = {fold(str(t.raw.rows[r][c])) for r in rows for c in t.codes}
         for code, words in CODES.items():
             for phrase in sorted((code, *words), key=len, reverse=True):
                 pattern = (rf"(?<![\w&'-]){re.escape(code.upper())}(?![\w&'-])" if phrase == code
@@ -1019,7 +1013,7 @@ def _named(text: str, t: Table, among: list[int]) -> list[int]:
     """The columns of ``among`` whose name (or a word of it) the claim uses."""
     out = []
     for c in among:
-        words = [w for w in re.split(r"[_\W]+", _fold(t.raw.columns[c])) if len(w) > 2]
+        words = [w for w in re.split(r"[_\W]+", fold(t.raw.columns[c])) if len(w) > 2]
         if any(re.search(rf"\b{re.escape(w[:max(4, len(w) - 2)])}", text) for w in words):
             out.append(c)
     return out
@@ -1035,7 +1029,7 @@ def _order(chk: Check, text: str, tables: list[Table], mentions: list[Mention],
     less, more = _has(text, LESS), _has(text, MORE)
     if not (low or high or less or more) and len(groups) == 1 and len(groups[0].rows) == 1 \
             and tables[groups[0].table].n >= 2:
-        asked = _fold(question)
+        asked = fold(question)
         low = _has(asked, LOW) or _has(asked, ("cheaper", "less expensive", "costs less",
                                                "fewer", "lower"))
         high = _has(asked, HIGH) or _has(asked, ("pricier", "more expensive", "costs more",
@@ -1327,9 +1321,9 @@ def _residual(claim: str, text: str, covered: list[bool], tables: list[Table],
     right after a column's name ("colour: red") — or the claim's only content besides its
     framing. Other leftover words are phrasing ("cut for women", "plenty")."""
     columns = {stem(w) for t in tables for c in t.raw.columns
-               for w in re.split(r"[_\W]+", _fold(c)) if w}
-    qwords = {stem(w) for w in _WORD.findall(_fold(question))}
-    qstarts = {w[:4] for w in _WORD.findall(_fold(question)) if len(w) >= 5}
+               for w in re.split(r"[_\W]+", fold(c)) if w}
+    qwords = {stem(w) for w in _WORD.findall(fold(question))}
+    qstarts = {w[:4] for w in _WORD.findall(fold(question)) if len(w) >= 5}
     frame, lexicon = _framing()
     starts = sorted(m.start for m in mentions)
     out = []
@@ -1395,7 +1389,7 @@ def settle_claims(tables: Sequence[RowTable], claims: Sequence[str],
         words = list(dict.fromkeys(w for w, _ in residual))
         strong = any(value for _, value in residual)
         loose: list[str] = []
-        if residual and not strong and len({stem(_fold(w)) for w in words}) == 1 and chk.for_:
+        if residual and not strong and len({stem(fold(w)) for w in words}) == 1 and chk.for_:
             loose = [f"'{words[0]}' is not in the rows (a word of phrasing, tolerated)"]
         elif residual:
             chk.unsettled.append(f"nothing in the rows says {', '.join(words[:6])}")

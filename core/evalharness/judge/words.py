@@ -1,7 +1,9 @@
-"""Words every lexical rule of the offline judge shares: function words and a light stemmer."""
+"""Words every lexical rule of the offline judge shares: function words, accent folding and a
+light stemmer."""
 
 from __future__ import annotations
 
+import unicodedata
 from functools import lru_cache
 
 STOPWORDS = frozenset("""
@@ -59,3 +61,15 @@ def stem(word: str) -> str:
     if w.endswith("e") and len(w) > 3:
         w = w[:-1]
     return w
+
+
+@lru_cache(maxsize=65536)
+def fold(word: str) -> str:
+    """Lowercase and strip accents (so "Pelé" matches "Pele"). Memoised: every token of
+    every text goes through it, and a run's vocabulary is small.
+
+    >>> fold("Pelé")
+    'pele'
+    """
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))

@@ -706,19 +706,11 @@ def _latency(spans: Sequence[Span]) -> float | None:
     >>> _latency([at(0, 10), at(5, 20), at(30, 40)]), _latency([at(0, 10), at(30, 20)])
     (30.0, None)
     """
-    intervals = sorted((s.start_ns, s.end_ns) for s in spans
-                       if s.start_ns is not None and s.end_ns is not None)
+    intervals = [(s.start_ns, s.end_ns) for s in spans
+                 if s.start_ns is not None and s.end_ns is not None]
     if not intervals or any(end < start for start, end in intervals):
         return None
-    total, (cur_start, cur_end) = 0, intervals[0]
-    for start, end in intervals[1:]:
-        if start > cur_end:
-            total += cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    total += cur_end - cur_start
-    return total / 1e6
+    return sum(end - start for start, end in _merged(intervals)) / 1e6
 
 
 def _inverted(span: Span) -> str | None:
@@ -1071,6 +1063,7 @@ def _latency_without(spans: Sequence[Span], foreign: Sequence[Span]) -> float | 
 
 
 def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Intervals merged where they overlap or touch, in order."""
     out: list[tuple[int, int]] = []
     for start, end in sorted(intervals):
         if out and start <= out[-1][1]:

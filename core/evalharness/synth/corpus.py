@@ -96,7 +96,7 @@ def _combining() -> dict[int, None]:
 
 
 def folded(text: str) -> str:
-    """``text`` lowercased and without accents, as :func:`evalharness.judge.heuristic.fold`
+    """``text`` lowercased and without accents, as :func:`evalharness.judge.words.fold`
     does per word, but for a whole text at C speed.
 
     >>> folded("Pelé's CAFÉ")
