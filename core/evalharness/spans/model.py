@@ -132,6 +132,10 @@ class Reader(Protocol):
     """The ``format:`` value that selects it, e.g. ``otlp-json``."""
     written_against: str
     """The SDK / semantic-convention versions the reader was written against."""
+    expects: str
+    """What the start of such a file holds, for the error on a file no reader recognises. A
+    reader may also define ``near(text) -> (offset, what is missing) | None`` to say where a
+    file that half-matches its format stops matching (see ``readers.detect``)."""
 
     def sniff(self, head: bytes) -> bool: ...
 

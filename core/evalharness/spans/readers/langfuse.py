@@ -81,6 +81,19 @@ class LangfuseReader:
             for a, b in (("sessionId", "session_id"), ("userId", "user_id"),
                          ("projectId", "project_id")))
 
+    expects = ('"traceId"/"trace_id" and "startTime"/"start_time" with an observation "type", '
+               'or trace records')
+
+    def near(self, text: str) -> tuple[int, str] | None:
+        """Where the start of a file looks like this format but is not (for
+        :func:`~evalharness.spans.readers.detect`'s error)."""
+        found = re.search(r'"(?:parentObservationId|parent_observation_id|observations)"\s*:',
+                          text)
+        if found is None:
+            return None
+        return found.start(), ('it has Langfuse\'s parent observations or "observations", but '
+                               'no "startTime"/"start_time" with an observation "type"')
+
     def read(self, path: Path) -> Iterator[Span]:
         for item in records(path, LISTS):
             rec = item.value

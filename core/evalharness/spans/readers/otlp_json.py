@@ -1,6 +1,7 @@
 """Readers of OpenTelemetry spans written as JSON: OTLP JSON (``otlp-json``, what the
-Collector's file exporter writes) and the Python SDK's ``ConsoleSpanExporter`` output
-(``otel-console``); docs/traces-formats.md."""
+Collector's file exporter writes) and the Python SDK's span JSON, ``ReadableSpan.to_json()``
+however it was saved (``otel-console``: the ``ConsoleSpanExporter``'s output, JSON lines, an
+array, an agent framework's ``{"spans": [...]}`` dump); docs/traces-formats.md."""
 
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ _OTHER_SIGNALS = ("resourceMetrics", "resourceLogs", "resourceProfiles", "resour
                   "resource_logs", "resource_profiles")
 _OTLP_HEAD = re.compile(rb'"(?:resourceSpans|resource_spans)"\s*:')
 _CONSOLE_HEAD = re.compile(rb'"kind"\s*:\s*"SpanKind\.[A-Z]+"')
-_CONSOLE_CONTEXT = re.compile(rb'"context"\s*:\s*\{\s*"trace_id"\s*:\s*"0x')
+_CONSOLE_CONTEXT = re.compile(rb'"context"\s*:\s*\{\s*"trace_id"\s*:\s*(?:"0x|\d)')
+_CONSOLE_LISTS: Lists = {"spans": {}}
+"""Where an agent framework's run dump lists its ``to_json`` spans."""
 _RESOURCE_SPANS = ("resourceSpans", "resource_spans")
 _SCOPE_SPANS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans",
                 "instrumentation_library_spans")
@@ -54,9 +57,23 @@ class OtlpJsonReader:
         "exporter, format json); OpenInference semantic conventions 0.1.42; OTel GenAI "
         "semantic conventions 1.44 (gen_ai.operation.name)")
 
+    expects = ('"resourceSpans" → "scopeSpans" → "spans": the Collector\'s file exporter, an '
+               'OTLP/HTTP JSON body')
+
     def sniff(self, head: bytes) -> bool:
         head = unpacked(head)
         return first_char(head) in (b"{", b"[") and _OTLP_HEAD.search(head) is not None
+
+    def near(self, text: str) -> tuple[int, str] | None:
+        """Where the start of a file looks like this format but is not (for
+        :func:`~evalharness.spans.readers.detect`'s error)."""
+        found = re.search(r'"(?:spanId|startTimeUnixNano|start_time_unix_nano|scopeSpans|'
+                          r'scope_spans)"\s*:', text)
+        if found is None:
+            return None
+        return found.start(), ('it has OTLP span fields but no "resourceSpans" around them (a '
+                               'bare list of spans: wrap it as {"resourceSpans": [{"scopeSpans":'
+                               ' [{"spans": [...]}]}]})')
 
     def read(self, path: Path) -> Iterator[Span]:
         scope_item = resource_item = None  # the lists' holders last read, and what they give
@@ -158,6 +175,12 @@ def _scope_block(block: Any, resource_attributes: dict[str, Any], where: str,
         yield span
 
 
+def otlp_span(raw: Any, where: str, at: str) -> Span:
+    """One OTLP JSON span object (camelCase or snake_case keys) as a :class:`Span`, without
+    resource and scope (``at``: its field path, for messages)."""
+    return _span(raw, where, at)
+
+
 def _span(raw: Any, where: str, at: str) -> Span:
     raw = _object(raw, where, at)
     if "traceId" in raw or "trace_id" not in raw:
@@ -231,6 +254,8 @@ def any_value(value: Any, where: str, field: str) -> Any:
     if type(value) is not dict:
         raise fail(where, field, f"expected an AnyValue object, found {type(value).__name__}")
     for key, inner in value.items():
+        if inner is None:  # a member left null, as Phoenix's REST API writes every one
+            continue
         if key in ("stringValue", "string_value"):
             if isinstance(inner, str):
                 return inner
@@ -278,14 +303,20 @@ def any_value(value: Any, where: str, field: str) -> Any:
 
 
 class ConsoleReader:
-    """The OpenTelemetry Python SDK's ``ConsoleSpanExporter`` output: one pretty-printed JSON
-    object per span (``ReadableSpan.to_json``), one after another; lines between them that are
-    not JSON (the application's own prints on the same stdout) are skipped."""
+    """The OpenTelemetry Python SDK's span JSON, ``ReadableSpan.to_json()``, however it was
+    saved: the ``ConsoleSpanExporter``'s output (pretty-printed objects one after another;
+    lines between them that are not JSON, the application's own prints on the same stdout,
+    are skipped), one object, JSON lines, a JSON array, or an agent framework's run dump that
+    lists them under ``spans`` beside keys of its own (``{"spans": [...], "final_output":
+    ...}``). Ids as ``0x`` hex, plain hex, or JSON integers (``span.context.trace_id``
+    unformatted)."""
 
     name = "otel-console"
     written_against = (
-        "opentelemetry-sdk 1.45 (Python) ConsoleSpanExporter / ReadableSpan.to_json; "
+        "opentelemetry-sdk 1.45 (Python) ReadableSpan.to_json / ConsoleSpanExporter; "
         "OpenInference semantic conventions 0.1.42; OTel GenAI semantic conventions 1.44")
+    expects = ('"context": {"trace_id": …} with "kind": "SpanKind.…": ReadableSpan.to_json, '
+               'printed, as JSON lines, an array or under "spans"')
 
     def sniff(self, head: bytes) -> bool:
         head = unpacked(head)
@@ -293,9 +324,49 @@ class ConsoleReader:
                 and _CONSOLE_CONTEXT.search(head) is not None
                 and _OTLP_HEAD.search(head) is None)
 
+    def near(self, text: str) -> tuple[int, str] | None:
+        """Where the start of a file looks like this format but is not (for
+        :func:`~evalharness.spans.readers.detect`'s error)."""
+        context = re.search(r'"context"\s*:\s*\{\s*"trace_id"', text)
+        kind = re.search(r'"kind"\s*:\s*"SpanKind\.', text)
+        if context and not kind and '"span_kind"' not in text:
+            return context.start(), ('it has "context": {"trace_id": …} but no "kind": '
+                                     '"SpanKind.…" beside it')
+        if kind and not context:
+            return kind.start(), ('it has "kind": "SpanKind.…" but no "context": {"trace_id": '
+                                  '…} (hex, 0x-hex or an integer)')
+        return None
+
     def read(self, path: Path) -> Iterator[Span]:
-        for item in records(path, skip_text=True):
-            yield console_span(item.value, f"{path}, line {item.line}")
+        holder = None  # the dump whose "spans" were read: not a span itself
+        for item in records(path, _CONSOLE_LISTS, skip_text=True):
+            if item.key == "spans":
+                holder = item.parent
+                where = item.where(path)
+            elif item is holder:
+                continue
+            else:
+                where = f"{path}, line {item.line}"
+            yield console_span(item.value, where)
+
+
+def sdk_id(value: Any, size: int, where: str, field: str) -> str | None:
+    """An id of the SDK's span JSON: ``0x`` hex (what ``to_json`` writes), plain hex, or the
+    integer itself (a trace id of 128 bits, a span id of 64), as lowercase hex.
+
+    >>> sdk_id(0xC393FD0E1CC62BE5, 8, "f, line 1", "context.span_id")
+    'c393fd0e1cc62be5'
+    >>> sdk_id("0x0b13a023af11bab1", 8, "f, line 1", "parent_id")
+    '0b13a023af11bab1'
+    >>> sdk_id(1 << 64, 8, "f, line 1", "parent_id")
+    Traceback (most recent call last):
+    evalharness.errors.InputError: f, line 1, field parent_id: not an id (18446744073709551616 does not fit in 64 bits)
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < 1 << (8 * size):
+            raise fail(where, field, f"not an id ({value} does not fit in {8 * size} bits)")
+        return f"{value:0{2 * size}x}" if value else None
+    return hex_id(value, size, where, field)
 
 
 def console_span(record: Any, where: str) -> Span:
@@ -304,8 +375,8 @@ def console_span(record: Any, where: str) -> Span:
         raise InputError(f"{where}: expected a JSON object (a span), found "
                          f"{type(record).__name__}")
     context = _object(record.get("context"), where, "context")
-    trace_id = hex_id(context.get("trace_id"), 16, where, "context.trace_id")
-    span_id = hex_id(context.get("span_id"), 8, where, "context.span_id")
+    trace_id = sdk_id(context.get("trace_id"), 16, where, "context.trace_id")
+    span_id = sdk_id(context.get("span_id"), 8, where, "context.span_id")
     if trace_id is None or span_id is None:
         missing = "context.trace_id" if trace_id is None else "context.span_id"
         raise fail(where, missing, "missing (every span needs a trace and a span id)")
@@ -323,7 +394,7 @@ def console_span(record: Any, where: str) -> Span:
     return Span(
         trace_id=trace_id,
         span_id=span_id,
-        parent_id=hex_id(record.get("parent_id"), 8, where, "parent_id"),
+        parent_id=sdk_id(record.get("parent_id"), 8, where, "parent_id"),
         name=name if isinstance(name, str) else str(name),
         kind=span_kind(attributes, otel_kind(record.get("kind"), where, "kind")),
         start_ns=iso_nanos(record.get("start_time"), where, "start_time"),

@@ -50,6 +50,8 @@ class OtlpProtoReader:
         "Collector-contrib file exporter, format proto (4-byte big-endian length prefix); "
         "OpenInference semantic conventions 0.1.42; OTel GenAI semantic conventions 1.44")
 
+    expects = "OTLP protobuf TracesData, length-prefixed or one unprefixed request"
+
     def sniff(self, head: bytes) -> bool:
         return framing(head) is not None
 
@@ -194,6 +196,19 @@ def _resource_spans_at(data: bytes, pos: int) -> bool:
     return inner == end or end == len(data)
 
 
+_CONTROL = bytes(c for c in range(32) if c not in (9, 10, 13))
+
+
+def _json_text(head: bytes) -> bool:
+    """Whether ``head`` is JSON text (its first 4 KB free of control bytes, starting with ``{``
+    or ``[`` after blanks): the blank lines before it would otherwise read as a ResourceSpans
+    tag (0x0A) and a length. OTLP protobuf holds control bytes in its first fields (lengths,
+    tags, random ids)."""
+    sample = head[:4096]
+    return (sample.lstrip(b" \t\r\n")[:1] in (b"{", b"[")
+            and not any(c in sample for c in _CONTROL))
+
+
 def framing(head: bytes) -> str | None:
     """How the messages of a file starting with ``head`` are delimited: ``bare`` (one
     unprefixed message), ``be32`` (4-byte big-endian lengths) or ``varint``; None when it
@@ -205,8 +220,10 @@ def framing(head: bytes) -> str | None:
     'be32'
     >>> framing(b'{"resourceSpans": []}') is None
     True
+    >>> framing(b'\\n\\n{\\n  "name": "router"}') is None  # JSON text, not a varint 10
+    True
     """
-    if not head:
+    if not head or _json_text(head):
         return None
     if head[0] == _RESOURCE_SPANS_TAG and _resource_spans_at(head, 0):
         return "bare"
