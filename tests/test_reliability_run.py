@@ -120,9 +120,19 @@ def test_a_traceback_is_capped():
 
 
 def test_a_retriever_step_with_an_error_yields_metric_errors_not_zeros(tmp_path):
-    """Was: the repository's LangSmith fixture has retriever steps whose documents carry no
-    ids; the step carried an error, yet context_precision@5 = 0.0, n=2, errors=0."""
-    runs = ROOT / "tests" / "data" / "traces" / "hosted" / "langsmith_rag_runs.jsonl"
+    """Was: the repository's LangSmith fixture had retriever steps whose documents carry no
+    ids the preset read; the step carried an error, yet context_precision@5 = 0.0, n=2,
+    errors=0. (The preset now reads `metadata.doc_id`: the ids are taken out here.)"""
+    def without_ids(value):
+        if isinstance(value, dict):
+            return {k: without_ids(v) for k, v in value.items() if k not in ("doc_id", "id")
+                    or "run_type" in value}
+        return [without_ids(v) for v in value] if isinstance(value, list) else value
+
+    source = ROOT / "tests" / "data" / "traces" / "hosted" / "langsmith_rag_runs.jsonl"
+    runs = tmp_path / "runs.jsonl"
+    write_jsonl(runs, [without_ids(json.loads(line))
+                       for line in source.read_text(encoding="utf-8").splitlines() if line])
     write_jsonl(tmp_path / "cases.jsonl", [
         {"id": "q007", "question": "What is the refund window for opened items?",
          "gold": {"routes": ["blog"], "relevant": {"returns-3": 1}, "answer": "14 days."}},

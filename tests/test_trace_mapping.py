@@ -141,7 +141,10 @@ components:
     assert trace.generator.contexts == ["Blue scarf; 19.99"]
     gen = mapped.components["generator"]
     assert gen.chosen[0].span_id == "gen2"
-    assert "the last of" in gen.why and any(p.kind == "ambiguous" for p in gen.problems)
+    assert "the last of 5 matching spans to end (pick: last)" in gen.why
+    # the preset declares `pick: last` and the span it took has the answer: not ambiguous
+    # (issue 31: a warning only where the choice could be wrong)
+    assert not gen.ambiguous and not any(p.kind == "ambiguous" for p in gen.problems)
     text = explain(mapped)
     assert "preset langchain-openinference (named in the mapping)" in text
     assert "router (router) — mapped" in text and "`route` CHAIN" in text
@@ -153,6 +156,20 @@ def test_sql_from_tool_input_when_the_llm_output_is_hidden():
     mapped = map_trace(spans, mapping("preset: langchain-openinference"), SHOP)
     assert mapped.trace.text2sql.sql == "SELECT name, price FROM products WHERE price < 30"
     assert mapped.components["text2sql"].sources["sql"].span.span_id == "tool"
+
+
+def test_a_branch_condition_named_for_sql_is_not_the_text2sql_step():
+    """Found with a real LangChain app (tests/test_instrumented.py): a RunnableBranch condition
+    `is_sql` is a CHAIN span whose name holds `sql`; on a blog question it became a text2sql
+    step with an error blaming content capture."""
+    spans = [s for s in langchain_sql_agent_trace()
+             if s.span_id not in {"agent", "agent-llm1", "tool", "agent-llm2"}]
+    spans.append(span("cond", "root", "is_sql", "CHAIN", (100, 101),
+                      {"input.value": "Which scarves cost under 30?", "output.value": "false"},
+                      scope=OI_LANGCHAIN))
+    mapped = map_trace(spans, mapping("preset: langchain-openinference"), SHOP)
+    assert mapped.trace.text2sql is None
+    assert mapped.components["text2sql"].candidates == 0
 
 
 def test_the_last_attempt_failing_is_the_generators_error():
@@ -181,10 +198,14 @@ def test_content_capture_off_is_an_error_that_says_so():
     gen2 = next(s for s in spans if s.span_id == "gen2")
     for key in [k for k in gen2.attributes if k.startswith("llm.output_messages")]:
         del gen2.attributes[key]
+    # OPENINFERENCE_HIDE_OUTPUTS hides every span's output: the chain around the LLM call
+    # records none either (with it, the answer would be read from there; issue 31)
+    del spans[0].attributes["output.value"]
     mapped = map_trace(spans, mapping("preset: langchain-openinference"), SHOP)
     step = mapped.trace.generator
     assert step.answer is None
     assert "the answer is not recorded in the trace" in step.error
+    assert "and no span enclosing it has attributes.output.value" in step.error
     assert "content capture was probably off" in step.error
     assert "OPENINFERENCE_HIDE_OUTPUTS" in step.error
     assert step.usage.prompt_tokens == 300  # timings and tokens are still there
@@ -255,7 +276,9 @@ def test_two_retriever_candidates_last_by_default_and_why():
     assert step.texts == ["Soak it.", "Wash inside out."]
     ex = mapped.components["retriever"]
     assert ex.candidates == 2 and ex.chosen[0].span_id == "r2"
-    assert "the last of 2 matching spans by start time (pick: last)" in ex.why
+    assert "the last of 2 matching spans to end (pick: last)" in ex.why
+    # no preset declares the retriever's pick and the two rankings differ: could be wrong
+    assert ex.ambiguous and "2 candidate spans record 2 different ids values" in explain(mapped)
     assert ex.others[0].span_id == "r1"
     assert mapped.trace.generator.contexts == ["Soak it.", "Wash inside out."]
     text = explain(mapped)
@@ -918,6 +941,9 @@ def test_every_preset_loads_and_fits_the_shop_pipeline(name):
      "llamaindex-openinference"),
     (None, {"openinference.span.kind": "CHAIN", "metadata": {"langgraph_node": "a"}},
      "langgraph"),
+    # a LlamaIndex app's first trace is often its index build: embeddings, no query engine
+    (None, {"openinference.span.kind": "EMBEDDING",
+            "n": "OpenAIEmbedding.get_text_embedding_batch"}, "llamaindex-openinference"),
     (None, {}, None),
 ])
 def test_guess_preset(scope, attrs, expected):

@@ -94,6 +94,8 @@ def test_each_sniffer_claims_only_its_own_exports():
         assert LangSmithReader().sniff(head) is (fmt == "langsmith"), name
     others = [p for p in (DATA.parent).rglob("*") if p.is_file() and DATA not in p.parents]
     for path in others:  # the OpenTelemetry-family fixtures, when present
+        if "langfuse" in path.name or "langsmith" in path.name:
+            continue  # a hosted export elsewhere (tests/data/traces/shapes/), named so
         head = path.read_bytes()[:SNIFF_BYTES]
         assert not LangfuseReader().sniff(head) and not LangSmithReader().sniff(head), path
 
@@ -280,6 +282,24 @@ def test_langsmith_runs_of_a_rag_chain():
     assert answered.attributes["invocation_params"]["temperature"] == 0.0
     assert answered.attributes["first_token_ns"] == answered.start_ns + 610_000_000
     assert answered.source.endswith("langsmith_rag_runs.jsonl, line 9")
+
+
+def test_langsmith_preset_maps_ids_kept_in_metadata_and_a_reranking_lambda():
+    """The documents' ids are in `metadata.doc_id`, the reranker is a lambda whose output is
+    a list of records; before, the retriever was an error ("records no document ids")."""
+    from evalharness.pipeline import ComponentSpec, Pipeline
+    from evalharness.spans.importer import read_mapped
+
+    pipeline = Pipeline({"retriever": ComponentSpec(kind="retriever"),
+                         "generator": ComponentSpec(kind="generator")})
+    _, mapped = read_mapped(DATA / "langsmith_rag_runs.jsonl", fmt=None, mapping=None,
+                            pipeline=pipeline)
+    steps = {m.trace_id[:8]: m.trace.retriever for m in mapped}
+    reranked, plain = steps["87751d4c"], steps["35d30d74"]
+    assert reranked.error is None
+    assert reranked.ids == ["shipping-2", "returns-1", "returns-3"]
+    assert reranked.scores == [0.91, 0.42, 0.07]
+    assert plain.ids == ["shipping-4", "shipping-2", "returns-1"]
 
 
 def test_langsmith_langgraph_router_and_sql_agent():

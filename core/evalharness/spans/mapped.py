@@ -60,10 +60,12 @@ class Problem(_Out):
 
     kind: Literal["missing", "ambiguous", "redacted", "capture_off", "invalid", "error",
                   "note"]
-    """``missing``: a value is not in the trace; ``ambiguous``: several spans or values, one
-    was chosen; ``redacted``: hidden when recorded; ``capture_off``: a chosen span records
-    none of the component's output; ``invalid``: a value of the wrong type; ``error``: the
-    span or the application failed; ``note``: how something was decided."""
+    """``missing``: a value is not in the trace; ``ambiguous``: several spans or values, and
+    the one chosen could be the wrong one; ``redacted``: hidden (all or part) when recorded;
+    ``capture_off``: a chosen span records none of the component's output; ``invalid``: a
+    value of the wrong type, or one the pipeline does not know (a route); ``error``: the span
+    or the application failed; ``note``: how something was decided by a rule (what
+    ``traces explain`` shows; nothing a score could be wrong by)."""
     field: str | None = None
     """The step field concerned (``answer``, ``ids``…), if one is."""
     message: str
@@ -103,6 +105,12 @@ class ComponentExplanation(_Out):
     """Matches dropped because they are inside another match (``outermost``)."""
     why: str = ""
     """Why the chosen span(s): the pick rule and the candidates."""
+    ambiguous: bool = False
+    """Whether the choice among the candidates could be wrong (an ``ambiguous`` problem says
+    why): a declared ``pick`` landed on a span without the component's value while another
+    candidate has it, or the default ``pick`` chose among candidates that carry different
+    values. A declared ``pick`` whose span has the value is not ambiguous, however many
+    candidates there were."""
     values: dict[str, Any] = Field(default_factory=dict)
     """The step's values as extracted (and ``first_stage`` of a reranked retriever)."""
     sources: dict[str, ValueSource] = Field(default_factory=dict)

@@ -3,8 +3,17 @@
 For each pipeline component (in pipeline order, so the router's routes are known when a
 component is ``required: when_routed``): select its spans, pick among them, extract each step
 field from the chosen span(s) — trying the alternatives of each extractor in turn — and record
-everything in a :class:`~evalharness.spans.mapped.Mapped`. The rules:
+everything in a :class:`~evalharness.spans.mapped.Mapped`. The rules
+(docs/traces-mapping.md, "The rules"):
 
+* **Choosing** (:func:`_choose`): ``pick: last`` is the candidate that *ends* last (the call
+  whose output came last), ``first`` the one that starts first; candidates ``pass_over``
+  matches that record no primary value (an LLM call that only asks for tools) are passed over
+  while another records it. An ``ambiguous`` problem only where the choice could be wrong
+  (:func:`_doubt`): a declared pick on a span without the value while another has it, or the
+  implicit default among candidates with different values.
+* **An enclosing span's value**: extractors with ``up`` read it from the spans around the
+  chosen span, nearest first, when the chosen span records nothing (:meth:`_Context.read`).
 * **Latency** is the chosen span's duration (the union of the intervals of several chosen
   spans, and of the reranker span whose output became the retriever's final ranking). A
   span that ends before it starts leaves the step without one — never a made-up 0 — and an
@@ -144,6 +153,19 @@ class _Tree:
                 expanded.add(s.span_id)
                 stack.extend(self.children.get(s.span_id, ()))
         out.sort(key=lambda s: self.pos[s.span_id])
+        return out
+
+    def enclosing(self, span: Span) -> list[Span]:
+        """The spans that enclose ``span``, nearest first — its parent, its parent's parent…
+        — then the trace's root when it is not among them (``span`` sits in a subtree whose
+        parent was not recorded)."""
+        out: list[Span] = []
+        p = self.parent[span.span_id]
+        while p is not None:
+            out.append(self.by_id[p])
+            p = self.parent[p]
+        if span is not self.root and self.root not in out:
+            out.append(self.root)
         return out
 
     def under(self, marked: Callable[[Span], bool]) -> dict[str, bool]:
@@ -295,7 +317,7 @@ class _Context:
                 return False
         if sel.has is not None:
             got = self.read(span, alternatives_of(sel.has))
-            if got is None:
+            if got is None or (isinstance(got.value, (list, dict)) and not got.value):
                 return False
         if sel.not_ is not None and self.matches(sel.not_, span):
             return False
@@ -360,9 +382,32 @@ class _Context:
              convert: Any = None) -> _Got | None:
         """The first alternative that yields a usable value from ``span`` (or the spans its
         ``from`` names); ``None`` when none does. Redacted and unconvertible values are kept
-        as problems and the next alternative tried."""
+        as problems and the next alternative tried. Alternatives with ``up`` are a fallback:
+        tried only when the others find nothing at all in ``span`` and it did not fail, on the
+        spans enclosing it, nearest first (:meth:`_read_up`)."""
         if not alternatives:
             return None
+        got = self._read(span, [ex for ex in alternatives if ex.up is None], convert)
+        above = [ex for ex in alternatives if ex.up is not None]
+        if got is not None or not above or span.status == "ERROR":
+            return got
+        return self._read_up(span, above, convert)
+
+    def _read_up(self, span: Span, above: list[Extractor], convert: Any) -> _Got | None:
+        """The value of the nearest enclosing span that an ``up`` alternative finds it in; a
+        redaction is remembered (the content was hidden), an unusable value on an enclosing
+        span is not (it is that span's own output, not this component's)."""
+        redacted: _Got | None = None
+        for s in self.tree.enclosing(span):
+            here = [ex for ex in above if self.matches(ex.up, s)]
+            got = self._read(s, here, convert) if here else None
+            if got is not None and got.ok:
+                return got
+            if got is not None and got.redacted:
+                redacted = redacted or got
+        return redacted
+
+    def _read(self, span: Span, alternatives: list[Extractor], convert: Any) -> _Got | None:
         first_problem: _Got | None = None
         below: list[Span] | None = None
         for ex in alternatives:
@@ -853,7 +898,7 @@ def map_trace(spans: Sequence[Span], mapping: Mapping | MappingSpec | None,
             unknown = [r for r in comp.step["routes"] if route_targets and r not in route_targets]
             if unknown:
                 comp.explanation.problems.append(Problem(
-                    kind="note", field="routes",
+                    kind="invalid", field="routes",
                     message=f"route(s) {', '.join(map(repr, unknown))} are not routes of the "
                             f"pipeline ({', '.join(route_targets)}); add a `map` to the "
                             "`routes` extractor"))
@@ -907,6 +952,8 @@ def _question_and_join(ctx: _Context, mapped: Mapped) -> None:
 
 
 def _choose(ctx: _Context, comp: _Component, block: ComponentMapping) -> None:
+    """Pick the span(s) of a component among its candidates (see :func:`_pick_one`), say why,
+    and say when the choice could be wrong (:func:`_doubt`)."""
     found, nested = ctx.select(block.select)
     ex = comp.explanation
     ex.candidates = len(found)
@@ -914,6 +961,9 @@ def _choose(ctx: _Context, comp: _Component, block: ComponentMapping) -> None:
     if not found:
         return
     pick = block.pick or "last"
+    seen = (_candidate_values(ctx, comp.kind, block, found)
+            if len(found) > 1 and pick != "all" else {})
+    passed: list[Span] = []
     if pick == "all":
         comp.chosen = found
         ex.why = f"all {len(found)} matching span(s) (pick: all)"
@@ -932,24 +982,147 @@ def _choose(ctx: _Context, comp: _Component, block: ComponentMapping) -> None:
                       f"{_describe_spec(spec)} ({_as_text(best[0])}) of {len(scored)} "
                       f"candidate(s) with one (pick: {{{word}: ...}})")
         else:
-            comp.chosen = [found[-1]]
-            ex.why = f"no candidate has {_describe_spec(spec)}; took the last by start time"
+            comp.chosen = [_by_end(ctx.tree, found)[-1]]
+            ex.why = f"no candidate has {_describe_spec(spec)}; took the last to end"
     else:
-        comp.chosen = [found[0] if pick == "first" else found[-1]]
+        chosen, passed = _pick_one(ctx, block, pick, found, seen)
+        comp.chosen = [chosen]
         ex.why = ("the only matching span" if len(found) == 1 else
-                  f"the {pick} of {len(found)} matching spans by start time (pick: {pick})")
+                  f"the {pick} of {len(found)} matching spans to "
+                  f"{'start' if pick == 'first' else 'end'} (pick: {pick})")
+        # name only the candidates `pick` would have taken instead
+        order = list(found) if pick == "first" else _by_end(ctx.tree, found)
+        after = order[:order.index(chosen)] if pick == "first" else \
+            order[order.index(chosen) + 1:]
+        named = [s for s in after if s in passed]
+        if named:
+            what = PRIMARY.get(comp.kind, "value")
+            one = len(named) == 1
+            ex.why += (f"; passed over {', '.join(SpanRef.of(s).label() for s in named)}: "
+                       f"{'it records' if one else 'they record'} no {what} and "
+                       f"{'matches' if one else 'match'} `pass_over` (an LLM call whose "
+                       "output only asks for tools, in the presets)")
     ex.chosen = [SpanRef.of(s) for s in comp.chosen]
     ex.others = [SpanRef.of(s) for s in found if s not in comp.chosen][:10]
     if nested:
         comp.work = _innermost(ctx, block.select, comp.chosen)
-    if len(found) > 1 and pick != "all":
-        ex.problems.append(Problem(
-            kind="ambiguous",
-            message=f"{len(found)} spans match the selector; chose one by `pick: "
-                    f"{pick if isinstance(pick, str) else 'max/min'}` (see why)"))
+    if seen:
+        doubt = _doubt(comp, block, pick, found, seen, passed)
+        if doubt is not None:
+            ex.ambiguous = True
+            ex.problems.append(doubt)
     if nested:
         ex.why += (f"; {nested} nested match{'es' if nested > 1 else ''} dropped (inside "
                    "another match: `outermost`)")
+
+
+def _by_end(tree: _Tree, spans: Sequence[Span]) -> list[Span]:
+    """``spans`` in the order they ended (a span without an end time, or one that ends before
+    it starts, at its start); ties by start, then as read. ``pick: last`` takes the last: the
+    call whose output came last — a retry after a failure, and an LLM call that encloses
+    another in time although the trace does not nest them (a streamed response around a tool
+    loop) — where the last to *start* would be the inner call."""
+    def key(s: Span) -> tuple[int, int, int]:
+        start = s.start_ns if s.start_ns is not None else 0
+        end = s.end_ns if s.end_ns is not None and s.end_ns >= start else start
+        return end, start, tree.pos[s.span_id]
+    return sorted(spans, key=key)
+
+
+@dataclass
+class _Seen:
+    """What one candidate records of the component's primary value (its extractors without
+    ``up``): whether it records one (a redacted value counts: it was recorded, hidden), the
+    value as a comparable text, and the value for messages."""
+
+    has: bool
+    key: str | None
+    value: Any = None
+
+
+def _candidate_values(ctx: _Context, kind: str, block: ComponentMapping,
+                      found: Sequence[Span]) -> dict[str, _Seen]:
+    """Span id -> :class:`_Seen` for every candidate: the primary value (``answer``, ``sql``,
+    ``ids``, ``routes``), or a plugin kind's ``fields``."""
+    primary = PRIMARY.get(kind)
+    specs = {primary: getattr(block, primary)} if primary else dict(block.fields)
+    out: dict[str, _Seen] = {}
+    for s in found:
+        values: dict[str, Any] = {}
+        for target, spec in specs.items():
+            alts = [a for a in alternatives_of(spec) or () if a.up is None]
+            got = ctx.read(s, alts, convert=_converter(kind, target)) if alts else None
+            if got is not None and (got.ok or got.redacted):
+                values[target] = got.value
+        if not values:
+            out[s.span_id] = _Seen(False, None)
+            continue
+        shown = values[primary] if primary else values
+        out[s.span_id] = _Seen(True, json.dumps(values, sort_keys=True, default=str), shown)
+    return out
+
+
+def _pick_one(ctx: _Context, block: ComponentMapping, pick: str, found: Sequence[Span],
+              seen: dict[str, _Seen]) -> tuple[Span, list[Span]]:
+    """The span ``pick`` (``first``: the first to start; ``last``: the last to end) takes
+    among the candidates, passing over those ``pass_over`` matches that record no value while
+    another candidate records it; and the spans passed over (all of them: none is a value)."""
+    ordered = list(found) if pick == "first" else _by_end(ctx.tree, found)
+    passed: list[Span] = []
+    if block.pass_over is not None and any(v.has for v in seen.values()):
+        passed = [s for s in ordered if not seen[s.span_id].has
+                  and ctx.matches(block.pass_over, s)]
+    eligible = [s for s in ordered if s not in passed] or ordered
+    chosen = eligible[0] if pick == "first" else eligible[-1]
+    return chosen, [s for s in passed if s is not chosen]
+
+
+def _doubt(comp: _Component, block: ComponentMapping, pick: Any, found: Sequence[Span],
+           seen: dict[str, _Seen], passed: Sequence[Span]) -> Problem | None:
+    """An ``ambiguous`` problem when the choice among several candidates could be wrong, else
+    ``None``: a declared ``pick`` (the mapping's or the preset's) that landed on a span
+    without the value while another candidate has it; the implicit default when the
+    candidates carry different values. A chosen span that failed is the step's error, not a
+    doubt; candidates ``pass_over`` set aside are not counted."""
+    chosen = comp.chosen[0]
+    if chosen.status == "ERROR":
+        return None
+    what = PRIMARY.get(comp.kind, "value")
+    mine = seen[chosen.span_id]
+    others = [s for s in found if s is not chosen and s not in passed]
+    rule = pick if isinstance(pick, str) else "max/min"
+    how = {"last": "the last to end", "first": "the first to start"}.get(
+        rule, "the extreme value of its extractor")
+    where = f"under components.{comp.name}"
+    if block.pick is not None:
+        having = [s for s in others if seen[s.span_id].has]
+        if mine.has or not having:
+            return None
+        return Problem(kind="ambiguous", field=what, message=(
+            f"the chosen span {SpanRef.of(chosen).label()} records no {what}, but "
+            f"{len(having)} other candidate{'s' if len(having) > 1 else ''} "
+            f"{'do' if len(having) > 1 else 'does'}: {_candidates_text(having, seen)}; it was "
+            f"chosen by the declared `pick: {rule}` ({how} of {len(found)} candidates); if the "
+            f"{what} is another span's, narrow `select` or set `pick` {where}"))
+    keys = {seen[s.span_id].key for s in [chosen, *others]}
+    if len(keys) < 2:
+        return None
+    differing = [s for s in others if seen[s.span_id].key != mine.key]
+    return Problem(kind="ambiguous", field=what, message=(
+        f"{len(others) + 1} candidate spans record {len(keys)} different {what} values; "
+        f"chose {_candidates_text([chosen], seen)} by the default `pick: {rule}` "
+        f"({how}); not chosen: {_candidates_text(differing, seen)}; set "
+        f"`pick` or narrow `select` {where} to make the choice yours"))
+
+
+def _candidates_text(spans: Sequence[Span], seen: dict[str, _Seen], limit: int = 3) -> str:
+    parts = []
+    for s in spans[-limit:]:
+        v = seen[s.span_id]
+        shown = short(v.value, 60) if v.has else "nothing recorded"
+        parts.append(f"{SpanRef.of(s).label()} ({shown})")
+    more = len(spans) - limit
+    return "; ".join(parts) + (f"; … {more} more" if more > 0 else "")
 
 
 def _innermost(ctx: _Context, sel: Selector, chosen: Sequence[Span]) -> dict[str, Span]:
@@ -1172,13 +1345,16 @@ def _override(ctx: _Context, comp: _Component, spec: Any, target: str) -> float 
 
 def _capture_message(ctx: _Context, comp: _Component, target: str,
                      alternatives: list[Extractor]) -> str:
-    where = ", ".join(sorted({e.describe() for e in alternatives}))
+    where = ", ".join(sorted({e.describe() for e in alternatives if e.up is None}))
+    above = sorted({e.describe().removesuffix(" (enclosing span)") for e in alternatives
+                    if e.up is not None})
     hint = ctx.mapping.top.capture_hint
     span = SpanRef.of(comp.chosen[-1]).label()
     what = {"answer": "the answer", "sql": "the SQL query", "ids": "the document ids",
             "routes": "the routes"}.get(target, f"`{target}`")
-    return (f"{what} is not recorded in the trace: span {span} has none of {where}; content "
-            "capture was probably off" + (f" ({hint})" if hint else ""))
+    return (f"{what} is not recorded in the trace: span {span} has none of {where}"
+            + (f", and no span enclosing it has {', '.join(above)}" if above else "")
+            + "; content capture was probably off" + (f" ({hint})" if hint else ""))
 
 
 def _extract_target(ctx: _Context, comp: _Component, kind: str, target: str,
@@ -1218,12 +1394,20 @@ def _extract_target(ctx: _Context, comp: _Component, kind: str, target: str,
                         f"{', '.join(sorted({e.describe() for e in alternatives}))})"))
         return
     ex.sources[target] = results[-1].source()
+    enclosing = [g for g in results if g.extractor.up is not None]
+    if enclosing:
+        got = enclosing[-1]
+        ex.problems.append(Problem(kind="note", field=target, message=(
+            f"the chosen span{'s record' if len(comp.chosen) > 1 else ' records'} no "
+            f"`{target}`; it is read from the enclosing span {SpanRef.of(got.span).label()} "
+            f"({got.extractor.describe().removesuffix(' (enclosing span)')}), the nearest "
+            "that records one")))
     for got in results:
         texts = got.value if isinstance(got.value, list) else [got.value]
         marked = [t for t in texts if isinstance(t, str)
                   and any(m in t for m in ctx.mapping.redacted)]
         if marked:
-            ex.problems.append(Problem(kind="note", field=target, message=(
+            ex.problems.append(Problem(kind="redacted", field=target, message=(
                 f"`{target}` contains a redaction marker ({short(marked[0], 50)}): part of it "
                 "was hidden when the trace was recorded")))
             break

@@ -128,7 +128,9 @@ class Selector(_Strict):
     ``metadata_fields`` (OpenInference ``metadata``, LangSmith/Langfuse ``metadata``,
     OpenLLMetry ``traceloop.association.properties``), e.g. ``{langgraph_node: route}``."""
     has: ExtractorSpec | None = None
-    """An extractor that must find a value in the span (e.g. a SQL query in its output)."""
+    """An extractor that must find a value in the span (e.g. a SQL query in its output); an
+    empty list or record is no value (``$[-1].parts[?type==tool_call]`` on a message without
+    tool calls)."""
     descendant_of: Selector | None = None
     """The span must be inside a span this selector matches."""
     ancestor_of: Selector | None = None
@@ -189,6 +191,13 @@ class Extractor(_Strict):
     chosen span itself."""
     pick: Literal["first", "last"] = "last"
     """With ``from``: which of the spans that have the value to read."""
+    up: Selector | None = None
+    """Read the value from a span that encloses the chosen span — its parent, its parent's
+    parent… up to the trace's root (then the root, if it is not among them) — the nearest
+    this selector matches that has the value (``{}``: any span). A fallback: tried only when
+    no alternative without ``up`` finds the value in the chosen span, and not when that span
+    failed; e.g. the answer an agent's run span or the trace records when its LLM calls
+    record none. Not with ``from``."""
     parse: Literal["json", "python"] | None = None
     """Parse a text first: as JSON, or as a Python literal (a tool's ``str()`` of rows)."""
     regex: str | None = None
@@ -208,6 +217,13 @@ class Extractor(_Strict):
     _path: list[Token] | None = PrivateAttr(default=None)
 
     _check_regex = field_validator("regex")(_regex)
+
+    @model_validator(mode="after")
+    def _from_or_up(self) -> Extractor:
+        if self.from_ is not None and self.up is not None:
+            raise ValueError("give `from` (the chosen span and the spans below it) or `up` "
+                             "(the spans enclosing it), not both")
+        return self
 
     @field_validator("field")
     @classmethod
@@ -253,6 +269,8 @@ class Extractor(_Strict):
         parts = [self.field or "(the span)"]
         if self.path:
             parts.append(self.path)
+        if self.up is not None:
+            parts.append("(enclosing span)")
         return " ".join(parts)
 
 
@@ -276,9 +294,15 @@ class ComponentMapping(_Strict):
     select: Selector | None = None
     """Which spans are this component (required, here or in the preset)."""
     pick: PickName | PickBy | None = None
-    """Which of several matching spans: ``first``, ``last`` (by start time; the default, so a
-    retry that succeeded wins), ``all`` (lists are concatenated, routes united), or
+    """Which of several matching spans: ``first`` (the first to start), ``last`` (the last to
+    end; the default, so a retry that succeeded wins and an LLM call that encloses another in
+    time wins over it), ``all`` (lists are concatenated, routes united), or
     ``{max: extractor}`` / ``{min: extractor}``."""
+    pass_over: Selector | None = None
+    """Candidates this selector matches that record none of the component's primary value
+    (``answer``, ``sql``, ``ids``, ``routes``) are passed over by ``pick`` when another
+    candidate records it: an LLM call whose output only asks for a tool is a step of an agent
+    loop, not the answer (the presets set it for the generator)."""
     required: bool | Literal["when_routed"] | None = None
     """What a trace without a matching span means: ``false`` the component did not run (the
     default); ``true`` an error; ``when_routed`` an error when the trace's router chose a
@@ -635,7 +659,8 @@ def guess_preset(spans: Iterable[Span]) -> Guess | None:
 
 
 _LLAMA_NAME = re.compile(r"^[A-Z]\w*(QueryEngine|Retriever|Selector|Synthesizer|Refine|"
-                         r"Rerank|Postprocessor|Workflow|Agent\w*)\.[_a-z]\w*$")
+                         r"Rerank|Postprocessor|Workflow|Agent\w*|Embedding|Splitter|Parser|"
+                         r"LLM)\.[_a-z]\w*$")
 
 
 def _has_langgraph_node(span: Span) -> bool:
