@@ -526,21 +526,21 @@ def compare(run_a: Path, run_b: Path, as_json: bool, out_file: Path | None, alph
 @cli.group()
 def traces() -> None:
     """Read traces recorded by OpenTelemetry/OpenInference, OTel GenAI, Langfuse or
-    LangSmith: see how their spans map onto the pipeline, or convert them (docs/traces.md).
+    LangSmith: see how their spans map onto the pipeline, convert them, or receive them over
+    OTLP/HTTP (docs/traces.md).
 
     \b
     Examples:
       evalharness traces explain spans.jsonl                  the guessed preset, per trace
       evalharness traces explain runs.json --mapping my-mapping.yaml --trace 87751d4c
       evalharness traces convert spans.jsonl --out traces.jsonl --cases cases.jsonl
+      evalharness traces receive --out received/              an OTLP endpoint of our own
+      evalharness traces convert received/ --out traces.jsonl   every file it wrote
     """
 
 
-def _trace_options(func):
-    for option in reversed([
-        click.option("--format", "fmt", metavar="NAME",
-                     help="The file's format (default: recognised from its content): "
-                          "otlp-json, otel-console, otlp-proto, phoenix, langfuse, langsmith."),
+def _trace_options(func, with_format: bool = True):
+    options = [
         click.option("--mapping", metavar="FILE|PRESET",
                      help="A mapping file (YAML) or a preset's name (default: guessed from "
                           "the spans' instrumentation)."),
@@ -548,25 +548,28 @@ def _trace_options(func):
                      type=click.Path(dir_okay=False, path_type=Path),
                      help="Map onto this scenario's pipeline (default: router → text2sql | "
                           "retriever → generator)."),
-    ]):
+    ]
+    if with_format:
+        options.insert(0, click.option(
+            "--format", "fmt", metavar="NAME",
+            help="The files' format (default: recognised from each file's content): "
+                 "otlp-json, otel-console, otlp-proto, phoenix, langfuse, langsmith."))
+    for option in reversed(options):
         func = option(func)
     return func
 
 
-def _mapped_traces(path: Path, fmt: str | None, mapping: str | None,
-                   scenario_path: Path | None):
-    """(format, mapped traces, the pipeline) for the ``traces`` commands."""
-    from evalharness.context import file_hint, not_a_file
+def _mapping_options(func):
+    """``--mapping`` and ``--scenario`` (``traces receive`` writes its own format)."""
+    return _trace_options(func, with_format=False)
+
+
+def _trace_setup(mapping: str | None, scenario_path: Path | None):
+    """(mapping spec, pipeline, step models of plugin kinds) for the ``traces`` commands."""
     from evalharness.pipeline import ComponentSpec, Pipeline
     from evalharness.scenario import SHOP_PIPELINE
-    from evalharness.spans.importer import read_mapped
     from evalharness.spans.mapping import mapping_spec
 
-    problem = not_a_file(path)
-    if problem == "does not exist":
-        raise InputProblem(f"{path}: no such file; give a file of exported spans")
-    if problem is not None:
-        raise InputProblem(f"{path} {problem}; {file_hint(problem)}")
     step_models = {}
     if scenario_path is not None:
         loaded = load_scenario(scenario_path)
@@ -578,30 +581,56 @@ def _mapped_traces(path: Path, fmt: str | None, mapping: str | None,
         pipeline = Pipeline({n: ComponentSpec.model_validate(c)
                              for n, c in SHOP_PIPELINE.items()})
     spec = mapping_spec(mapping, base=Path.cwd(), source="--mapping", prefix=())
-    return (*read_mapped(path, fmt=fmt, mapping=spec, pipeline=pipeline,
+    return spec, pipeline, step_models
+
+
+def _span_files(paths: tuple[str, ...]) -> list[Path]:
+    """Every file the PATHS name (a file, a folder, a glob each), in order, each once."""
+    from evalharness.spans.paths import trace_files
+
+    found: dict[Path, None] = {}
+    for path in paths:
+        found.update(dict.fromkeys(trace_files(Path(path), what="span file")))
+    return list(found)
+
+
+def _mapped_traces(paths: tuple[str, ...], fmt: str | None, mapping: str | None,
+                   scenario_path: Path | None):
+    """(format, mapped traces, the pipeline) for the ``traces`` commands."""
+    from evalharness.spans.importer import read_mapped
+
+    files = _span_files(paths)
+    spec, pipeline, step_models = _trace_setup(mapping, scenario_path)
+    return (*read_mapped(files, fmt=fmt, mapping=spec, pipeline=pipeline,
                          step_models=step_models), pipeline)
 
 
+def _named(paths: tuple[str, ...]) -> str:
+    return ", ".join(paths)
+
+
 @traces.command()
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @_trace_options
 @click.option("--trace", "trace_ids", multiple=True, metavar="ID",
               help="Explain only this trace (an id or its start; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per trace.")
-def explain(path: Path, fmt: str | None, mapping: str | None, scenario_path: Path | None,
-            trace_ids: tuple[str, ...], as_json: bool) -> None:
-    """For each trace in PATH and each component: the span chosen, the selector that
-    matched, the values extracted, and what was ambiguous, missing or redacted.
+def explain(paths: tuple[str, ...], fmt: str | None, mapping: str | None,
+            scenario_path: Path | None, trace_ids: tuple[str, ...], as_json: bool) -> None:
+    """For each trace in PATH (files, folders of them — every complete file, in name order —
+    or quoted globs) and each component: the span chosen, the selector that matched, the
+    values extracted, and what was ambiguous, missing or redacted.
 
     \b
     Examples:
       evalharness traces explain spans.jsonl
       evalharness traces explain spans.jsonl --scenario scenarios/shop.yaml --trace 87751d4c
       evalharness traces explain runs.json --mapping langgraph --json
+      evalharness traces explain received/ --trace 87751d4c
     """
     from evalharness.spans.mapped import explain as render
 
-    name, mapped, _ = _mapped_traces(path, fmt, mapping, scenario_path)
+    name, mapped, _ = _mapped_traces(paths, fmt, mapping, scenario_path)
     shown = 0
     for m in mapped:
         if trace_ids and not any(m.trace_id.startswith(t) for t in trace_ids):
@@ -609,12 +638,12 @@ def explain(path: Path, fmt: str | None, mapping: str | None, scenario_path: Pat
         shown += 1
         click.echo(m.model_dump_json() if as_json else render(m) + "\n")
     if not shown:
-        raise InputProblem(f"{path} ({name}): no trace" + (
+        raise InputProblem(f"{_named(paths)} ({name}): no trace" + (
             f" with an id starting {', '.join(trace_ids)}" if trace_ids else ""))
 
 
 @traces.command()
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @_trace_options
 @click.option("--out", "out_file", required=True, metavar="FILE",
               type=click.Path(dir_okay=False, path_type=Path),
@@ -623,17 +652,27 @@ def explain(path: Path, fmt: str | None, mapping: str | None, scenario_path: Pat
               type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a question-only case per trace, to label later; the "
                    "reference-free metrics run on them at once.")
-def convert(path: Path, fmt: str | None, mapping: str | None, scenario_path: Path | None,
-            out_file: Path, cases_file: Path | None) -> None:
-    """Convert the spans in PATH into our trace JSONL (one trace per line, `case_id` = the
+def convert(paths: tuple[str, ...], fmt: str | None, mapping: str | None,
+            scenario_path: Path | None, out_file: Path, cases_file: Path | None) -> None:
+    """Convert the spans in PATH (files, folders of them — every complete file, in name
+    order — or quoted globs) into our trace JSONL (one trace per line, `case_id` = the
     mapping's join key, else the trace id), and with --cases write question-only cases.
 
     \b
     Examples:
       evalharness traces convert spans.jsonl --out traces.jsonl --cases cases.jsonl
       evalharness traces convert runs.json --mapping my-mapping.yaml --out traces.jsonl
+      evalharness traces convert received/ --out traces.jsonl
+      evalharness traces convert 'received/*.pb' --out traces.jsonl
     """
-    name, mapped, _ = _mapped_traces(path, fmt, mapping, scenario_path)
+    from evalharness.spans.group import GroupStats
+    from evalharness.spans.importer import read_mapped
+
+    files = _span_files(paths)
+    spec, pipeline, step_models = _trace_setup(mapping, scenario_path)
+    stats = GroupStats()
+    name, mapped = read_mapped(files, fmt=fmt, mapping=spec, pipeline=pipeline,
+                               step_models=step_models, stats=stats)
     counts = {"traces": 0, "unmappable": 0, "no question": 0}
     seen: set[str] = set()
     for target in (out_file, cases_file):
@@ -656,15 +695,220 @@ def convert(path: Path, fmt: str | None, mapping: str | None, scenario_path: Pat
                     counts["no question"] += 1
                     continue
                 case = Case(id=case_id, question=m.question, tags=["from-traces"],
-                            metadata={"trace_id": m.trace_id, "source": str(path)})
+                            metadata={"trace_id": m.trace_id, "source": _named(paths)})
                 cases_out.write(case.model_dump_json(exclude_defaults=True) + "\n")
-    click.echo(f"{path} ({name}): {counts['traces']} traces → {out_file}"
+    click.echo(f"{_named(paths)} ({name}"
+               + (f", {len(files)} files" if len(files) > 1 else "")
+               + f"): {counts['traces']} traces → {out_file}"
                + (f", {counts['traces'] - counts['no question']} question-only cases → "
                   f"{cases_file}" if cases_file else "")
                + (f"; {counts['unmappable']} could not be mapped (their `error` says why)"
                   if counts["unmappable"] else "")
                + (f"; {counts['no question']} had no question (no case written)"
-                  if counts["no question"] else ""))
+                  if counts["no question"] else "")
+               + (f"; {stats.duplicate_spans} spans read twice were kept once (an "
+                  "exporter's retry, or overlapping exports)" if stats.duplicate_spans else ""))
+
+
+@traces.command()
+@click.option("--out", "out_dir", required=True, metavar="DIR",
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Folder the span files are written into (created if missing).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Only this machine can send to 127.0.0.1; any "
+                   "other address lets every machine that reaches it write spans here.")
+@click.option("--port", default=4318, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (OTLP/HTTP's own; 0 picks a free one).")
+@click.option("--rotate-mb", default=64.0, show_default=True,
+              type=click.FloatRange(min=0.001),
+              help="Complete a file (rename it from *.part) once it holds this many MB.")
+@click.option("--rotate-minutes", default=1.0, show_default=True,
+              type=click.FloatRange(min=0.001),
+              help="Complete a file this many minutes after it was opened: spans are "
+                   "readable at most this long after they arrive.")
+@click.option("--max-queue-mb", default=64.0, show_default=True,
+              type=click.FloatRange(min=0.001),
+              help="Request bodies held in memory at once (being read, checked, written); "
+                   "past it requests are answered 429 with Retry-After.")
+@click.option("--min-free-mb", default=500.0, show_default=True, type=click.FloatRange(min=0),
+              help="Refuse spans (503 with Retry-After) while the disk has less free space.")
+@click.option("--max-request-mb", default=20.0, show_default=True,
+              type=click.FloatRange(min=0.001),
+              help="The largest request, before and after decompression (413 past it).")
+@click.option("--cases", "cases_file", metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Join the traces to these cases, as a scenario does; writes "
+                   "DIR/joined/traces.jsonl and DIR/joined/cases.jsonl (these cases plus a "
+                   "question-only case per trace that joined none) when the receiver stops.")
+@_mapping_options
+@click.option("--join-minutes", type=click.FloatRange(min=0.1), metavar="M",
+              help="With --cases: also join every M minutes while receiving.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress lines (the summary at the end is printed).")
+def receive(out_dir: Path, host: str, port: int, rotate_mb: float, rotate_minutes: float,
+            max_queue_mb: float, min_free_mb: float, max_request_mb: float,
+            cases_file: Path | None, mapping: str | None, scenario_path: Path | None,
+            join_minutes: float | None, quiet: bool) -> None:
+    """Receive spans over OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not) from
+    your application's OpenTelemetry exporter, and append them to rotated files in DIR that
+    `traces: {path: DIR}` in a scenario reads (docs/traces-receive.md).
+
+    A file is written as *.part and renamed when it is complete (by size, by age, or when the
+    receiver stops), so a reader never sees one half-written. Each request is answered 200
+    once its spans are written; a full queue is 429 and a nearly full disk 503, both with
+    Retry-After, which the exporters honour. A batch the exporter sends again (a retry after
+    a lost answer) is stored once. Ctrl-C or SIGTERM stops it after writing everything it
+    accepted. Protobuf needs `pip install 'evalharness[otlp]'`; JSON needs nothing.
+
+    \b
+    Examples:
+      evalharness traces receive --out received/
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces python app.py
+      evalharness scenario eval.yaml        # with  traces: {path: received/}
+    \b
+      evalharness traces receive --out received/ --port 0          any free port
+      evalharness traces receive --out received/ --cases cases.jsonl --scenario eval.yaml
+      evalharness traces receive --out received/ --rotate-minutes 10 --rotate-mb 256
+    """
+    import signal
+    import threading
+
+    from evalharness.addresses import is_loopback
+    from evalharness.spans.receive.server import Receiver
+
+    joining = _receive_join_setup(cases_file, mapping, scenario_path, out_dir) \
+        if cases_file is not None else None
+    if join_minutes is not None and joining is None:
+        raise InputProblem("--join-minutes joins to --cases: give --cases FILE too")
+    if max_request_mb > max_queue_mb:
+        raise InputProblem(f"--max-request-mb {max_request_mb:g} is more than --max-queue-mb "
+                           f"{max_queue_mb:g}: one request could never be taken; raise "
+                           "--max-queue-mb or lower --max-request-mb")
+    mb = 1 << 20
+    receiver = Receiver(out_dir, host=host, port=port, rotate_bytes=int(rotate_mb * mb),
+                        rotate_seconds=rotate_minutes * 60, max_queue_bytes=int(max_queue_mb * mb),
+                        min_free_bytes=int(min_free_mb * mb),
+                        max_request_bytes=int(max_request_mb * mb))
+    if not is_loopback(host):
+        click.echo(f"WARNING: --host {host} listens beyond this machine: anyone who reaches "
+                   f"it on port {port} can write spans into {out_dir} (no authentication, "
+                   "no TLS). Use 127.0.0.1 (the default) unless the application runs "
+                   "elsewhere, and then let only its machine through a firewall.", err=True)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        receiver.start()
+        _receive_banner(receiver, out_dir)
+        _receive_loop(receiver, stop, quiet, joining, join_minutes)
+    finally:
+        stats = receiver.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    click.echo(_receive_summary(stats, out_dir), err=True)
+    if joining is not None:
+        from evalharness.spans.paths import complete
+
+        if any(complete(p) for p in out_dir.iterdir()):
+            _receive_join(joining, out_dir, final=True)
+        else:
+            click.echo(f"nothing to join to {joining['source']}: no spans in {out_dir}",
+                       err=True)
+
+
+def _receive_join_setup(cases_file: Path, mapping: str | None, scenario_path: Path | None,
+                        out_dir: Path) -> dict:
+    """What a join needs, checked before the receiver listens (bad input: exit 2 at once)."""
+    from evalharness.scenario import load_cases
+
+    if cases_file.exists():
+        cases = load_cases(cases_file)
+    else:
+        click.echo(f"warning: --cases {cases_file} does not exist: every trace becomes a "
+                   "question-only case", err=True)
+        cases = []
+    spec, pipeline, step_models = _trace_setup(mapping, scenario_path)
+    return {"cases": cases, "mapping": spec, "pipeline": pipeline, "step_models": step_models,
+            "source": cases_file}
+
+
+def _receive_banner(receiver, out_dir: Path) -> None:
+    kinds = "protobuf and JSON" if receiver.protobuf else (
+        "JSON only: protobuf needs pip install 'evalharness[otlp]'")
+    recovered = (f"; completed {len(receiver.recovered)} file(s) a stopped receiver left "
+                 "unfinished" if receiver.recovered else "")
+    click.echo(f"receiving OTLP/HTTP traces ({kinds}) on {receiver.url} into {out_dir}"
+               f"{recovered}\n"
+               f"  in the application: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={receiver.url}\n"
+               "  stop with Ctrl-C or SIGTERM: everything accepted is written first", err=True)
+
+
+def _receive_loop(receiver, stop, quiet: bool, joining: dict | None,
+                  join_minutes: float | None) -> None:
+    """Print progress every 10 seconds (when something came) until ``stop`` is set; join
+    every ``join_minutes``."""
+    import time
+
+    every = 10.0
+    last = receiver.stats()
+    next_join = time.monotonic() + join_minutes * 60 if join_minutes else None
+    while not stop.wait(every if next_join is None
+                        else max(0.1, min(every, next_join - time.monotonic()))):
+        if next_join is not None and time.monotonic() >= next_join:
+            _receive_join(joining, receiver.folder, final=False)
+            next_join = time.monotonic() + join_minutes * 60
+        now = receiver.stats()
+        if quiet or (now.requests == last.requests and len(now.files) == len(last.files)):
+            continue
+        rate = (now.spans - last.spans) / max(now.seconds - last.seconds, 1e-9)
+        click.echo(f"[{time.strftime('%H:%M:%S')}] {now.spans:,} spans in {now.requests:,} "
+                   f"requests ({rate:,.0f} spans/s now); {len(now.files)} files complete; "
+                   f"{now.held_bytes / (1 << 20):.1f} MB held"
+                   + (f"; refused: {_refusals(now.rejected)}" if now.rejected else ""),
+                   err=True)
+        last = now
+
+
+def _refusals(rejected: dict[int, int]) -> str:
+    return ", ".join(f"{status} ×{n:,}" for status, n in sorted(rejected.items()))
+
+
+def _receive_summary(stats, out_dir: Path) -> str:
+    size = sum(f.size for f in stats.files) / (1 << 20)
+    rate = (f", {stats.spans / stats.busy_seconds:,.0f} spans/s from the first request to "
+            "the last" if stats.busy_seconds > 0 else "")
+    return (f"received {stats.spans:,} spans in {stats.requests:,} requests over "
+            f"{stats.seconds:,.1f} s{rate}; {len(stats.files)} files in {out_dir} "
+            f"({size:,.1f} MB)"
+            + (f"; {stats.duplicate_requests:,} requests sent again by the exporter "
+               f"({stats.duplicate_spans:,} spans) were stored once"
+               if stats.duplicate_requests else "")
+            + (f"; refused: {_refusals(stats.rejected)}" if stats.rejected else ""))
+
+
+def _receive_join(joining: dict, out_dir: Path, final: bool) -> None:
+    from evalharness.errors import EvalHarnessError
+    from evalharness.spans.receive.join import CASES, TRACES, join_received
+
+    target = out_dir / "joined"
+    try:
+        done = join_received(out_dir, target, cases=joining["cases"],
+                             mapping=joining["mapping"], pipeline=joining["pipeline"],
+                             step_models=joining["step_models"])
+    except EvalHarnessError as exc:
+        click.echo(f"{'' if final else 'join: '}not joined: {exc}", err=True)
+        if final:
+            raise InputProblem(f"not joined to {joining['source']}: {exc}") from None
+        return
+    click.echo(f"joined {done.traces:,} traces from {done.files} files to "
+               f"{joining['source']}: {done.matched:,} matched a case, {done.new_cases:,} "
+               f"question-only cases added → {target / TRACES}, {target / CASES}"
+               + (f"; {len(done.duplicates)} traces joined a case another trace joined first "
+                  f"(left out: {', '.join(done.duplicates[:3])})" if done.duplicates else "")
+               + (f"; {done.no_question} traces without a question (no case made)"
+                  if done.no_question else "")
+               + (f"; {done.unmappable} could not be mapped (their `error` says why)"
+                  if done.unmappable else ""), err=True)
 
 
 def _show_deprecations() -> None:

@@ -14,7 +14,6 @@ import atexit
 import contextlib
 import dataclasses
 import importlib.util
-import ipaddress
 import os
 import socket
 import threading
@@ -24,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from evalharness.addresses import is_loopback
 from evalharness.errors import InfrastructureError, UsageError
 from evalharness.executors import (
     GROUP_SIZE,
@@ -317,20 +317,6 @@ def _running(process: Any) -> bool:
         return False
 
 
-def _is_loopback(host: str) -> bool:
-    """
-    >>> _is_loopback("127.0.0.1"), _is_loopback("localhost"), _is_loopback("10.0.0.1")
-    (True, True, False)
-    """
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _reachable(address: str) -> tuple[str, bool]:
     """The address to hand ``ray.init``, once something answers there, and whether the
     cluster listens on this machine's loopback only (Ray would otherwise swap 127.0.0.1 for
@@ -375,7 +361,7 @@ def _reachable(address: str) -> tuple[str, bool]:
                  "the address")
         raise UsageError(f"--executor ray --address {given}: no Ray cluster answers at "
                          f"{host}:{port}{where} — {down}{stale}; nothing was run")
-    if address.startswith("ray://") or not _is_loopback(host):
+    if address.startswith("ray://") or not is_loopback(host):
         return target, False
     # 127.0.0.1 answers; Ray connects to the machine's own address instead: does it too?
     own = services.resolve_ip_for_localhost(host)

@@ -45,6 +45,7 @@ from evalharness.pipeline import SHOP_PIPELINE, ComponentSpec, Pipeline
 from evalharness.plugins import PluginHost, load_plugins
 from evalharness.review.labels import read as read_labels
 from evalharness.review.names import CHUNK, STATS, split_gate_metric
+from evalharness.spans.paths import is_glob, trace_files
 
 
 class _Strict(BaseModel):
@@ -75,12 +76,14 @@ class TracesSpec(_Strict):
     """Where recorded traces come from, and how their spans map onto the pipeline."""
 
     path: str
-    """The file (relative to the scenario file)."""
+    """The file, a folder (every complete file in it, in name order: what ``evalharness
+    traces receive`` writes), or a glob (``received/*.jsonl``); relative to the scenario
+    file."""
 
     format: str | None = None
     """``evalharness`` (our trace JSONL, or a run's results.jsonl), or a span format
     (``otlp-json``, ``otel-console``, ``otlp-proto``, ``phoenix``, ``langfuse``,
-    ``langsmith``); default: recognised from the file's content."""
+    ``langsmith``); default: recognised from each file's content."""
 
     mapping: str | dict[str, Any] | None = None
     """How spans become component steps: a mapping file (YAML, relative to the scenario
@@ -189,7 +192,8 @@ class ScenarioFile(_Strict):
     traces: str | TracesSpec | None = None
     """Recorded traces instead of a system: a JSONL file of our traces (or a previous run's
     ``results.jsonl``), or ``{path, format, mapping, join}`` for spans exported by
-    OpenTelemetry/OpenInference, Langfuse or LangSmith (docs/traces.md)."""
+    OpenTelemetry/OpenInference, Langfuse or LangSmith (docs/traces.md); the path may be a
+    folder or a glob of such files."""
 
     database: DatabaseSpec | None = None
     """The database text-to-SQL runs against."""
@@ -458,7 +462,7 @@ def load_scenario(
     if host is None:
         host = load_plugins(plugin_files)
     cases = _cases(spec, purpose, problems)
-    system, recorded, traces_path = _system_or_traces(spec, problems)
+    system, recorded, trace_paths = _system_or_traces(spec, problems)
     db_path, db_build, corpus_path = _resources(spec, problems)
     spec.judge = _judge(spec, host, judge_backend, judge_overrides, problems)
     pipeline = _pipeline(spec, host, problems)
@@ -474,12 +478,12 @@ def load_scenario(
     mapping_file = None
     if recorded is not None:
         traces, trace_source, mapping_file = _recorded_traces(
-            recorded, traces_path, pipeline, cases, problems, problems.resolve, host,
+            recorded, trace_paths, pipeline, cases, problems, problems.resolve, host,
             trace_notes)
     inputs = [p for p in (*plugin_files, db_build, corpus_path) if p is not None]
     if isinstance(spec.cases, str):
         inputs.append(problems.resolve(spec.cases))
-    inputs += [p for p in (traces_path, mapping_file) if p is not None]
+    inputs += [*trace_paths, *([mapping_file] if mapping_file is not None else [])]
     if system is not None:
         target = system.callable.rsplit(":", 1)[0]
         inputs += (path_sources(problems.resolve(target)) if is_path(target)
@@ -574,9 +578,9 @@ def _cases(spec: ScenarioFile, purpose: str, problems: _Problems) -> list[Case]:
 
 
 def _system_or_traces(spec: ScenarioFile, problems: _Problems
-                      ) -> tuple[SystemSpec | None, TracesSpec | None, Path | None]:
+                      ) -> tuple[SystemSpec | None, TracesSpec | None, list[Path]]:
     """The system to call (its target checked to exist), or the recorded traces and their
-    file."""
+    files (one, or those of a folder or a glob)."""
     if spec.system is not None:
         system = spec.system if isinstance(spec.system, SystemSpec) else SystemSpec(
             callable=spec.system)
@@ -592,13 +596,27 @@ def _system_or_traces(spec: ScenarioFile, problems: _Problems
                 raise problems.error(loc, f"{target!r} is a folder without an `__init__.py`, "
                                      "so not a package; name a `.py` file "
                                      "(`folder/module.py:function`) or a package folder")
-        return system, None, None
+        return system, None, []
     if spec.traces is not None:
         recorded = spec.traces if isinstance(spec.traces, TracesSpec) else TracesSpec(
             path=spec.traces)
         loc = ("traces", "path") if isinstance(spec.traces, TracesSpec) else ("traces",)
-        return None, recorded, problems.must_exist(loc, recorded.path, "traces file")
-    return None, None, None
+        return None, recorded, _trace_files(loc, recorded.path, problems)
+    return None, None, []
+
+
+def _trace_files(loc: tuple, rel: str, problems: _Problems) -> list[Path]:
+    """The files ``traces.path`` names: one file, or every complete file of a folder or a
+    glob, in name order (:func:`evalharness.spans.paths.trace_files`)."""
+    resolved = problems.resolve(rel)
+    if not is_glob(rel) or resolved.exists():
+        problem = not_a_file(resolved)
+        if problem not in (None, "is a directory"):
+            problems.must_exist(loc, rel, "traces file")  # raises, naming the problem
+    try:
+        return trace_files(resolved, what="traces")
+    except EvalHarnessError as exc:
+        raise problems.error(loc, f"{exc} (paths are relative to the scenario file)") from None
 
 
 def _resources(spec: ScenarioFile, problems: _Problems
@@ -1014,14 +1032,14 @@ LISTED_IDS = 50
 """Trace ids without a case listed in the report (all are counted)."""
 
 
-def _recorded_traces(recorded: TracesSpec, path: Path, pipeline: Pipeline, cases: list[Case],
-                     problems: _Problems, resolve: Callable[[str], Path], host: PluginHost,
-                     trace_notes: dict[str, list[str]]
+def _recorded_traces(recorded: TracesSpec, paths: list[Path], pipeline: Pipeline,
+                     cases: list[Case], problems: _Problems, resolve: Callable[[str], Path],
+                     host: PluginHost, trace_notes: dict[str, list[str]]
                      ) -> tuple[dict[str, Trace], dict[str, Any], Path | None]:
-    """Read recorded traces (ours, or spans through a mapping), keyed by case id, with what
-    the report says of them; a trace that matches no case is counted and listed, never
-    dropped silently."""
-    fmt = recorded.format or (NATIVE if looks_native(path) else None)
+    """Read recorded traces (ours, or spans through a mapping) from one file or several (a
+    folder's, a glob's), keyed by case id, with what the report says of them; a trace that
+    matches no case is counted and listed, never dropped silently."""
+    fmt = recorded.format or _native_or_spans(paths, problems)
     mapping_file = None
     if fmt == NATIVE:
         if recorded.mapping is not None or recorded.join is not None:
@@ -1029,8 +1047,8 @@ def _recorded_traces(recorded: TracesSpec, path: Path, pipeline: Pipeline, cases
                                   else "join"), "our own trace format needs no mapping: each "
                                  "line names its `case_id`; a mapping is for spans "
                                  "(`format: otlp-json`, `langfuse`, `langsmith`, ...)")
-        traces = load_traces(path)
-        extra: dict[str, Any] = {}
+        traces = _load_native(paths, problems)
+        extra: dict[str, Any] = {"files": len(paths)} if len(paths) > 1 else {}
         unmatched = [k for k in traces if k not in {c.id for c in cases}]
     else:
         from evalharness.spans.importer import import_traces
@@ -1060,7 +1078,7 @@ def _recorded_traces(recorded: TracesSpec, path: Path, pipeline: Pipeline, cases
         kinds = {pipeline.kind(name) for name in pipeline.order} - set(BUILTIN_STEPS)
         step_models = {k: kind.step for k in kinds if (kind := host.component_kind(k))}
         try:
-            imported = import_traces(path, fmt=fmt, mapping=spec, join=recorded.join,
+            imported = import_traces(paths, fmt=fmt, mapping=spec, join=recorded.join,
                                      pipeline=pipeline, cases=cases, step_models=step_models)
         except MappingError:
             raise
@@ -1075,16 +1093,48 @@ def _recorded_traces(recorded: TracesSpec, path: Path, pipeline: Pipeline, cases
         fmt = imported.format
     ids = {c.id for c in cases}
     total = len(traces) if fmt == NATIVE else len(traces) + len(unmatched)
-    source = {"path": str(path), "format": fmt, **extra, "traces": total,
+    source = {"path": str(resolve(recorded.path)), "format": fmt, **extra, "traces": total,
               "matched": sum(1 for k in traces if k in ids),
               "without_case": len(unmatched), "without_case_ids": unmatched[:LISTED_IDS],
               "cases_without_trace": sum(1 for c in cases if c.id not in traces)}
     return traces, source, mapping_file
 
 
+def _native_or_spans(paths: list[Path], problems: _Problems) -> str | None:
+    """``evalharness`` when every file is our own trace JSONL, ``None`` (spans: each file's
+    format recognised by the importer) when none is; a mix is an error naming both kinds."""
+    native = [p for p in paths if looks_native(p)]
+    if not native:
+        return None
+    if len(native) == len(paths):
+        return NATIVE
+    spans = [p for p in paths if p not in native]
+    raise problems.error(("traces",), f"the traces mix our own trace JSONL ({native[0]}) with span "
+                         f"exports ({spans[0]}); read one kind at a time: point `path` at a "
+                         "folder or glob holding only one of them")
+
+
+def _load_native(paths: list[Path], problems: _Problems) -> dict[str, Trace]:
+    """Our traces of every file; a case id in two files is an error naming both."""
+    traces: dict[str, Trace] = {}
+    seen_in: dict[str, Path] = {}
+    for path in paths:
+        for case_id, trace in load_traces(path).items():
+            if case_id in traces:
+                raise problems.error(("traces",), f"case {case_id!r} has a trace in "
+                                     f"{seen_in[case_id]} and in {path}; keep one trace a case")
+            traces[case_id] = trace
+            seen_in[case_id] = path
+    return traces
+
+
 def looks_native(path: Path) -> bool:
     """Whether the first record of ``path`` is one of our traces (or a run's result line)."""
     with open(path, "rb") as fh:
+        head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        if head and head[:1] != b"{":  # protobuf, parquet, gzip, a JSON array: not ours
+            return False
+        fh.seek(0)
         while raw := fh.readline(1 << 20):  # a first line past 1 MB is not read whole
             if not raw.strip():
                 continue

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import os
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 import evalharness.jsonlimits as jsonlimits
+from evalharness.addresses import is_loopback
 from evalharness.judge.base import Embeddings, Judge, JudgeConfig, Judgment
 from evalharness.judge.endpoint import Answer, Endpoint, EndpointError
 from evalharness.judge.tasks import JudgmentTask
@@ -498,24 +498,10 @@ def key_warnings(key_env: str, urls: list[str]) -> list[str]:
                        f"OpenAI API ({OPENAI_HOST}); if that server needs another key or none, "
                        "set `judge.api_key_env` to the variable that holds its key (an unset "
                        "variable sends a placeholder)")
-        if parts.scheme == "http" and not _loopback(host):
+        if parts.scheme == "http" and not is_loopback(host):
             out.append(f"the judge sends its API key over plain http to {host}, where anyone "
                        "on the network path can read it; use an https base_url")
     return out
-
-
-def _loopback(host: str) -> bool:
-    """Whether ``host`` is this machine.
-
-    >>> _loopback("localhost"), _loopback("127.0.0.1"), _loopback("::1"), _loopback("gpu-box")
-    (True, True, True, False)
-    """
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _parse(task: JudgmentTask, raw: str) -> tuple[BaseModel | None, str]:

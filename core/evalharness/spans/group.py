@@ -8,6 +8,10 @@ the spans in memory while there are few, and in a temporary SQLite file (one
 ``memory_spans`` — so a 1 GB export is grouped in a few hundred MB
 (``benchmarks/trace_import.py``). One trace is read back whole, however large: an export that
 is all one trace costs about twice its size (``benchmarks/trace_memory.py``).
+
+A span read twice — the same (trace id, span id), as when an exporter retried a batch that
+had been stored but whose answer was lost, or when two exports overlap — is kept once (the
+first read) and counted in :class:`GroupStats`, never silently.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalharness.spans.model import Span
@@ -33,15 +38,57 @@ _DECODE_ROWS = 512
 """Spans read back from disk decoded at once (:meth:`Span.from_jsons`)."""
 
 
+DUPLICATE_EXAMPLES = 10
+"""Duplicate spans named in :attr:`GroupStats.examples` (all are counted)."""
+
+
+@dataclass
+class GroupStats:
+    """What grouping dropped: spans read more than once."""
+
+    duplicate_spans: int = 0
+    """Spans dropped because a span with the same trace and span id was read before."""
+    examples: list[str] = field(default_factory=list)
+    """The first few, as ``trace T span S: SOURCE (kept: SOURCE)``."""
+
+
 def _start(span: Span) -> int:
     return _NO_START if span.start_ns is None else span.start_ns
 
 
+def _unique(group: list[Span], stats: GroupStats | None) -> list[Span]:
+    """``group`` without the spans whose id came before in it (the first one read is kept).
+
+    >>> spans = [Span("t", "a", None, "x", source="f, line 1"), Span("t", "b", "a", "y"),
+    ...          Span("t", "a", None, "x", source="f, line 9")]
+    >>> stats = GroupStats()
+    >>> [s.span_id for s in _unique(spans, stats)], stats.duplicate_spans, stats.examples
+    (['a', 'b'], 1, ['trace t span a: f, line 9 (kept: f, line 1)'])
+    """
+    if len({span.span_id for span in group}) == len(group):
+        return group
+    first: dict[str, Span] = {}
+    kept = []
+    for span in group:
+        earlier = first.setdefault(span.span_id, span)
+        if earlier is span and len(first) > len(kept):
+            kept.append(span)
+            continue
+        if stats is not None:
+            stats.duplicate_spans += 1
+            if len(stats.examples) < DUPLICATE_EXAMPLES:
+                stats.examples.append(f"trace {span.trace_id} span {span.span_id}: "
+                                      f"{span.source or '?'} (kept: {earlier.source or '?'})")
+    return kept
+
+
 def group_traces(spans: Iterable[Span], *, memory_spans: int = MEMORY_SPANS,
-                 spill_dir: Path | None = None) -> Iterator[list[Span]]:
+                 spill_dir: Path | None = None, stats: GroupStats | None = None
+                 ) -> Iterator[list[Span]]:
     """The spans of each trace together, ordered by start time, then by their order in
     ``spans`` (a span without a start time last); the traces in the order their first span
-    comes. Nothing is yielded before ``spans`` is exhausted.
+    comes. Nothing is yielded before ``spans`` is exhausted. A span whose trace and span id
+    were read before is dropped (the first one read is kept) and counted in ``stats``.
 
     Up to ``memory_spans`` spans are held in memory; beyond, every span goes to a temporary
     SQLite file in ``spill_dir`` (default: the system's temporary folder; it needs about as
@@ -55,6 +102,11 @@ def group_traces(spans: Iterable[Span], *, memory_spans: int = MEMORY_SPANS,
     [['answer', 'retrieve'], ['ask']]
     >>> [[s.name for s in trace] for trace in group_traces(spans, memory_spans=1)]
     [['answer', 'retrieve'], ['ask']]
+    >>> stats = GroupStats()
+    >>> [len(trace) for trace in group_traces(spans + spans[:1], stats=stats)]
+    [2, 1]
+    >>> stats.duplicate_spans
+    1
     """
     order: dict[str, int] = {}
     held: list[list[Span]] = []
@@ -77,9 +129,10 @@ def group_traces(spans: Iterable[Span], *, memory_spans: int = MEMORY_SPANS,
         if spill is None:
             for group in held:
                 group.sort(key=_start)  # stable: file order among equal start times
-                yield group
+                yield _unique(group, stats)
             return
-        yield from spill.groups()
+        for group in spill.groups():
+            yield _unique(group, stats)
     finally:
         if spill is not None:
             spill.close()
