@@ -233,8 +233,10 @@ def test_an_interrupt_in_a_notebook_stops_the_run(tmp_path):
             loop.run_until_complete(cell(progress=InterruptAtStart()))
         assert err.value.out_dir == out
         done = result_ids(out)
-        # the cases answered by then are saved (a few at most), the rest never started
-        assert len(done) < 10, "the run went on to the last case after the interrupt"
+        # the cases answered by then are saved, the rest never started. On an idle machine that
+        # is a case or two; a loaded CI machine may take a while to deliver the signal to the
+        # main thread, so the test only asks what the bug did: go on to the last case.
+        assert len(done) < 20, "the run went on to the last case after the interrupt"
         assert not (out / "report.json").exists()
         report = loop.run_until_complete(cell(resume=True))
     finally:
