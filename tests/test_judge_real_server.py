@@ -203,7 +203,9 @@ def test_the_shop_with_two_rubrics_through_a_real_server(llama, proxy, tmp_path)
     text = RUBRICS.read_text(encoding="utf-8")
     text = text.replace("  model: gpt-4.1-mini          # or the model your server serves\n",
                         f"  model: {llama.model}\n  embedding_model: {llama.model}\n"
-                        "  concurrency: 1\n")
+                        # a request that times out on a loaded CI machine is asked again: the
+                        # server answered both, the client saw one answer's tokens (CI found it)
+                        "  concurrency: 1\n  timeout_s: 600\n")
     text = text.replace("  # base_url: http://127.0.0.1:8080/v1   # a local server (no key "
                         "needed)", f"  base_url: {proxy.base_url}\n"
                         f"  cache: {tmp_path / 'cache.sqlite'}")
