@@ -129,6 +129,22 @@ def another_run(run: Path, folder: Path) -> Path:
     return folder
 
 
+def traced_shop():
+    """scenarios/shop/traced.py, the instrumented shop, loaded once per session under a name
+    of its own (it is not a package module; the tests that record or send traffic share it)."""
+    import importlib.util
+
+    name = "shop_traced_under_test"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scenarios" / "shop" / "traced.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")

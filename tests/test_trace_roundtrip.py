@@ -5,11 +5,8 @@ scored — every per-case metric equals the direct run's, timings aside (docs/tr
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
@@ -18,6 +15,7 @@ pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
 import evalharness  # noqa: E402
+from conftest import traced_shop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOP_YAML = ROOT / "scenarios" / "shop.yaml"
@@ -34,18 +32,6 @@ STEP_FIELDS = {
     "retriever": ("ids", "texts", "scores", "error"),
     "generator": ("answer", "contexts", "error", "usage"),
 }
-
-
-def _traced() -> ModuleType:
-    name = "shop_traced_under_test"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SHOP / "traced.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _results(run: Path) -> dict[str, dict]:
@@ -89,7 +75,7 @@ def _span_scenario(tmp_path: Path, spans: Path, mapping: str) -> Path:
 def test_the_imported_export_scores_like_the_direct_run(direct, tmp_path, convention, mapping,
                                                         preset):
     spans = tmp_path / "spans.jsonl"
-    written = _traced().record(SHOP / "cases.jsonl", spans, convention)
+    written = traced_shop().record(SHOP / "cases.jsonl", spans, convention)
     assert written > 4 * len(direct)  # a root and at least three components a case
     first = json.loads(spans.read_text(encoding="utf-8").splitlines()[0])
     assert first["resourceSpans"][0]["scopeSpans"][0]["scope"]["name"] == "shop.assistant"

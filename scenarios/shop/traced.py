@@ -1,4 +1,5 @@
-"""The shop assistant instrumented with the OpenTelemetry SDK, its spans exported to a file.
+"""The shop assistant instrumented with the OpenTelemetry SDK: its spans to a file or over OTLP/HTTP,
+for every case once or as live traffic.
 
 The round trip of docs/traces-roundtrip.md: record what the ``assistant`` package does as an
 instrumented application would, import the export with a mapping, and score it.
@@ -20,28 +21,46 @@ under one span per question; two conventions:
 The assistant has no model: the tokens it reports (an approximation) are recorded on the
 text-to-SQL and generator spans themselves. Spans go through a ``BatchSpanProcessor`` to
 :class:`OTLPJsonLinesExporter`, which writes what the Collector's file exporter writes (one
-``ExportTraceServiceRequest`` a line, hex ids). Run it::
+``ExportTraceServiceRequest`` a line, hex ids), or with ``--otlp-endpoint`` to the SDK's own
+OTLP/HTTP exporter (protobuf; the Python exporter sends no JSON). Run it::
 
     python scenarios/shop/traced.py --convention genai --out spans.jsonl [--cases FILE]
 
 and import the file with ``traces: {path: spans.jsonl, mapping: shop/traces-genai.yaml}``.
+``--fault NAME`` degrades one component as ``scenarios/shop-fault-*.yaml`` do (from question
+``--fault-after K`` + 1 on). ``--traffic N`` makes it live traffic (:func:`traffic`): N
+questions drawn from the cases (a few rephrased) by simulated users, ``--rate`` a second,
+each root span with ``user.id`` and ``session.id``; the trace id is what the app gives the
+user, and ``--feedback FILE`` writes some users' thumbs, scores and comments keyed by it::
+
+    python scenarios/shop/traced.py --otlp-endpoint http://127.0.0.1:4318 --traffic 500 \
+        --rate 5 --fault generator --fault-after 250 --feedback feedback.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import re
+import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from evalharness.importing import import_file
@@ -60,6 +79,7 @@ COMPONENTS = ("route", "text_to_sql", "retrieve", "generate")
 """The assistant's component functions that :func:`instrument` wraps."""
 
 SYSTEM_PROMPT = "Answer the question from the context only."
+OTLP_PATH = "/v1/traces"
 
 
 def load_assistant() -> ModuleType:
@@ -137,7 +157,10 @@ class _Spans:
         self.convention = convention
 
     @contextmanager
-    def root(self, case: Case) -> Iterator[Callable[[Any], None]]:
+    def root(self, case: Case, extra: Mapping[str, Any] | None = None
+             ) -> Iterator[tuple[Callable[[Any], None], str]]:
+        """The question's span; yields ``(done, trace id)``: ``done(result)`` records the
+        answer and the error, the trace id (32 hex digits) is what the app gives the user."""
         q = case.question
         if self.convention == "openinference":
             attrs = {"openinference.span.kind": "CHAIN", "input.value": _json({"question": q}),
@@ -148,6 +171,7 @@ class _Spans:
             attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "shop",
                      "shop.case_id": case.id}
             name = "invoke_agent shop"
+        attrs.update(extra or {})
         with self.tracer.start_as_current_span(name, attributes=attrs) as span:
             def done(result: Any) -> None:
                 answer = result.generator.answer if result.generator else None
@@ -156,7 +180,7 @@ class _Spans:
                                          "output.mime_type": "text/plain"})
                 if result.error:
                     _fail(span, result.error)
-            yield done
+            yield done, format(span.get_span_context().trace_id, "032x")
 
     def route(self, call: Callable[..., Any], question: str, *args: Any, **kw: Any) -> Any:
         if self.convention == "openinference":
@@ -276,32 +300,79 @@ class _Spans:
             return step
 
 
+class Instrumented:
+    """The assistant under one root span per question: ``answer(case)`` as the assistant's
+    ``answer`` (the :class:`Trace`), :meth:`ask` with the trace id too.
+
+    A fault is applied *inside* its component's span, so the span records what the faulty
+    component did: ``answer(case, fault=...)`` applies the router and generator faults to a
+    step after the component's call, and calls ``retrieve_weak`` in place of ``retrieve``
+    (no span at all); here the component function itself is swapped for the faulty one while
+    the question is answered (``text2sql``'s fault is an argument of its call already). The
+    trace is the same as ``answer(case, fault=...)``'s (tests/test_traced_shop.py)."""
+
+    def __init__(self, assistant: ModuleType, spans: _Spans,
+                 originals: Mapping[str, Callable[..., Any]]) -> None:
+        self.assistant, self.spans, self.originals = assistant, spans, originals
+        self.fault: str | None = None
+        """The fault of the question being answered."""
+
+    def component(self, name: str, *args: Any, **kw: Any) -> Any:
+        """Call component ``name`` (one of :data:`COMPONENTS`) in its span, faulty if the
+        question's fault is its."""
+        return getattr(self.spans, name)(self._faulty(name), *args, **kw)
+
+    def _faulty(self, name: str) -> Callable[..., Any]:
+        original, faults = self.originals[name], self.assistant.faults
+        if (self.fault, name) == ("router", "route"):
+            return lambda *args, **kw: faults.single_route(original(*args, **kw))
+        if (self.fault, name) == ("retriever", "retrieve"):
+            return faults.retrieve_weak
+        if (self.fault, name) == ("generator", "generate"):
+            return lambda *args, **kw: faults.invent_figures(original(*args, **kw))
+        return original
+
+    def ask(self, case: Case, *, fault: str | None = None,
+            attributes: Mapping[str, Any] | None = None) -> tuple[Any, str]:
+        """The assistant's trace for ``case`` (``fault``: one of its ``FAULTS``, or None) and
+        the OTel trace id, in hex; ``attributes`` go on the root span (``user.id``…)."""
+        if fault is not None and fault not in self.assistant.FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; valid values: "
+                             f"{', '.join(self.assistant.FAULTS)} (or none)")
+        self.fault = fault
+        try:
+            with self.spans.root(case, attributes) as (done, trace_id):
+                result = self.assistant.answer(
+                    case, fault=fault if fault == "text2sql" else None)
+                done(result)
+                return result, trace_id
+        finally:
+            self.fault = None
+
+    def __call__(self, case: Case, *, fault: str | None = None,
+                 attributes: Mapping[str, Any] | None = None) -> Any:
+        return self.ask(case, fault=fault, attributes=attributes)[0]
+
+
 @contextmanager
 def instrument(assistant: ModuleType, tracer: Tracer,
-               convention: Convention) -> Iterator[Callable[[Case], Any]]:
+               convention: Convention) -> Iterator[Instrumented]:
     """Wrap the assistant's component functions in spans (restored on exit) and give
-    ``answer(case)`` that runs the assistant under one root span per case. Not thread-safe:
-    one case at a time while instrumented."""
+    ``answer(case)`` that runs the assistant under one root span per case (an
+    :class:`Instrumented`). Not thread-safe: one case at a time while instrumented."""
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown convention {convention!r}; use one of "
                          f"{', '.join(CONVENTIONS)}")
-    spans = _Spans(tracer, convention)
     originals = {name: getattr(assistant, name) for name in COMPONENTS}
+    app = Instrumented(assistant, _Spans(tracer, convention), originals)
 
     def wrap(name: str) -> Callable[..., Any]:
-        original, around = originals[name], getattr(spans, name)
-        return lambda *args, **kw: around(original, *args, **kw)
-
-    def answer(case: Case) -> Any:
-        with spans.root(case) as done:
-            result = assistant.answer(case)
-            done(result)
-            return result
+        return lambda *args, **kw: app.component(name, *args, **kw)
 
     for name in COMPONENTS:
         setattr(assistant, name, wrap(name))
     try:
-        yield answer
+        yield app
     finally:
         for name, original in originals.items():
             setattr(assistant, name, original)
@@ -312,33 +383,350 @@ def read_cases(path: str | Path) -> list[Case]:
         return [Case.model_validate_json(line) for line in fh if line.strip()]
 
 
-def record(cases_path: str | Path, out_path: str | Path,
-           convention: Convention = "openinference") -> int:
-    """Run the instrumented assistant on every case of ``cases_path`` and write the spans to
-    ``out_path`` as OTLP JSON lines; returns the number of spans written."""
-    exporter = OTLPJsonLinesExporter(out_path)
+# --- where the spans go ----------------------------------------------------------------------
+
+
+class CountingExporter(SpanExporter):
+    """Another exporter, counting the spans it took and those it dropped (an OTLP exporter
+    gives a batch up after its retries)."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.exported = 0
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        with self._lock:
+            if result is SpanExportResult.SUCCESS:
+                self.exported += len(spans)
+            else:
+                self.dropped += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def otlp_url(endpoint: str) -> str:
+    """Where spans are POSTed: ``endpoint`` as given, or with ``/v1/traces`` added when it
+    names no path (as the SDK does with ``OTEL_EXPORTER_OTLP_ENDPOINT``).
+
+    >>> otlp_url("http://127.0.0.1:4318")
+    'http://127.0.0.1:4318/v1/traces'
+    >>> otlp_url("http://collector:4318/v1/traces")
+    'http://collector:4318/v1/traces'
+    """
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"--otlp-endpoint {endpoint!r}: not an http(s) URL; give e.g. "
+                         "http://127.0.0.1:4318 (what `evalharness traces receive` prints)")
+    return endpoint if parts.path.strip("/") else endpoint.rstrip("/") + OTLP_PATH
+
+
+def span_exporter(out: str | Path | None = None, endpoint: str | None = None,
+                  timeout: float = 10.0) -> CountingExporter:
+    """The OTLP JSON lines file ``out``, or the SDK's OTLP/HTTP exporter (protobuf) sending
+    to ``endpoint``; exactly one of them."""
+    if (out is None) == (endpoint is None):
+        raise ValueError("give either a file (--out) or an OTLP/HTTP endpoint "
+                         "(--otlp-endpoint), not both or neither")
+    if out is not None:
+        return CountingExporter(OTLPJsonLinesExporter(out))
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        raise ImportError("--otlp-endpoint needs the OpenTelemetry OTLP/HTTP exporter: pip "
+                          "install opentelemetry-exporter-otlp-proto-http (or "
+                          "'evalharness[instrumented]')") from None
+    return CountingExporter(OTLPSpanExporter(endpoint=otlp_url(str(endpoint)),
+                                             timeout=timeout))
+
+
+class SeededIds(IdGenerator):
+    """Trace and span ids drawn from a seeded generator: a seeded run makes the same ids
+    again (two runs into one receiver folder need two seeds: a reader keeps a span once)."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(f"{seed}:ids")
+
+    def generate_span_id(self) -> int:
+        return self._rng.getrandbits(64) or 1
+
+    def generate_trace_id(self) -> int:
+        return self._rng.getrandbits(128) or 1
+
+
+def _provider(exporter: SpanExporter, seed: int | None) -> TracerProvider:
     provider = TracerProvider(resource=Resource({"service.name": "shop-assistant",
-                                                 "service.version": "1.0.0"}))
+                                                 "service.version": "1.0.0"}),
+                              **({"id_generator": SeededIds(seed)} if seed is not None else {}))
     provider.add_span_processor(BatchSpanProcessor(exporter, max_export_batch_size=64))
+    return provider
+
+
+def _fault_of(index: int, fault: str | None, fault_after: int) -> str | None:
+    """The fault of question ``index`` (from 0): on from question ``fault_after`` on.
+
+    >>> [_fault_of(i, "generator", 2) for i in range(4)]
+    [None, None, 'generator', 'generator']
+    """
+    return fault if fault is not None and index >= fault_after else None
+
+
+def record(cases_path: str | Path, out_path: str | Path | None = None,
+           convention: Convention = "openinference", *, endpoint: str | None = None,
+           fault: str | None = None, fault_after: int = 0) -> int:
+    """Run the instrumented assistant on every case of ``cases_path`` and write the spans to
+    ``out_path`` as OTLP JSON lines, or send them to the OTLP/HTTP ``endpoint``; returns the
+    number of spans exported. ``fault`` (one of the assistant's ``FAULTS``) is on from the
+    ``fault_after``-th case on (0: all)."""
+    exporter = span_exporter(out_path, endpoint)
+    provider = _provider(exporter, None)
     tracer = provider.get_tracer(*SCOPE)
     try:
         with instrument(load_assistant(), tracer, convention) as answer:
-            for case in read_cases(cases_path):
-                answer(case)
+            for i, case in enumerate(read_cases(cases_path)):
+                answer(case, fault=_fault_of(i, fault, fault_after))
     finally:
         provider.shutdown()  # flushes the batch processor
-    return exporter.written
+    return exporter.exported
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+# --- live traffic ----------------------------------------------------------------------------
+
+USERS = 24
+"""Simulated users of the traffic loop: ``u001``…"""
+NEW_SESSION = 0.3
+"""The chance that a user's question starts a new session."""
+REPHRASE = 0.2
+"""The share of questions asked in other words (:data:`REPHRASINGS`)."""
+REPHRASINGS = ("Hi! {q}", "{q} Thanks!", "Quick question: {lq}", "Hello, {lq}",
+               "{q} Thank you.")
+FEEDBACK_RATE = {False: 0.25, True: 0.5}
+"""The chance that a user leaves feedback, by whether the answer was wrong."""
+THUMBS_DOWN = {False: 0.1, True: 0.8}
+"""The chance that feedback is a thumbs-down, by whether the answer was wrong."""
+COMMENTS = {
+    "down": (None, "That's not right.", "The price is wrong.", "Not what I asked.",
+             "Is that offer real?", "Too vague."),
+    "up": (None, None, "Thanks!", "Helpful.", "Just what I needed."),
+}
+
+
+def rephrase(question: str, template: str) -> str:
+    """``question`` in other words, by a template of :data:`REPHRASINGS` (``{q}`` the question,
+    ``{lq}`` it with its first letter lower-cased).
+
+    >>> rephrase("Which wool coats do you have?", "Quick question: {lq}")
+    'Quick question: which wool coats do you have?'
+    """
+    return template.format(q=question, lq=question[:1].lower() + question[1:])
+
+
+_FIGURE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def is_wrong(answer: str | None, gold: str | None, question: str = "") -> bool | None:
+    """Whether a simulated user finds ``answer`` wrong, from the case's reference answer: the
+    words overlap little (token F1 below 0.3), or it misses at least half the reference's
+    figures (those not in the question). None without a reference.
+
+    >>> gold = "The Alba wool coat costs 179.00 EUR."
+    >>> is_wrong("The Alba wool coat costs 179.00 EUR, in grey.", gold)
+    False
+    >>> is_wrong("The Alba wool coat costs 205.99 EUR. Members get 15% off.", gold)
+    True
+    """
+    if not gold:
+        return None
+    got, want = _WORD.findall((answer or "").lower()), _WORD.findall(gold.lower())
+    common = sum((Counter(got) & Counter(want)).values())
+    f1 = 2 * common / (len(got) + len(want)) if common else 0.0
+    figures = {float(f) for f in _FIGURE.findall(gold)} - {
+        float(f) for f in _FIGURE.findall(question)}
+    said = {float(f) for f in _FIGURE.findall(answer or "")}
+    missed = len(figures - said) / len(figures) if figures else 0.0
+    return f1 < 0.3 or missed >= 0.5
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question of the traffic loop, as the app saw it."""
+
+    index: int
+    """Its place in the traffic, from 0."""
+    trace_id: str
+    """The OTel trace id (32 hex digits): what the app gives the user to key feedback."""
+    case_id: str
+    """The shop case it was drawn from (in the root span's ``metadata`` or ``shop.case_id``)."""
+    question: str
+    """As asked: the case's question, or a rephrasing of it."""
+    user_id: str
+    """The simulated user (``user.id`` on the root span): ``u001``…"""
+    session_id: str
+    """The user's session (``session.id``)."""
+    fault: str | None
+    """The fault that was on for it."""
+    answer: str | None
+    wrong: bool | None
+    """:func:`is_wrong` of the answer against the case's reference answer."""
+
+
+@dataclass
+class Traffic:
+    """What a traffic run did."""
+
+    asked: list[Asked] = field(default_factory=list)
+    spans: int = 0
+    """Spans exported."""
+    dropped: int = 0
+    """Spans the exporter gave up on."""
+    feedback: int = 0
+    """Feedback lines written."""
+
+
+def feedback_line(asked: Asked, rng: random.Random) -> dict[str, Any] | None:
+    """The simulated user's feedback on ``asked``, or None (most users leave none):
+    thumbs-down far more likely when the answer is wrong (:data:`THUMBS_DOWN`), a 1–5 score
+    that agrees with the thumbs, sometimes a comment."""
+    wrong = bool(asked.wrong)
+    if rng.random() >= FEEDBACK_RATE[wrong]:
+        return None
+    thumbs = "down" if rng.random() < THUMBS_DOWN[wrong] else "up"
+    score = rng.choice((1, 1, 2, 2, 3) if thumbs == "down" else (3, 4, 4, 5, 5))
+    return {"trace_id": asked.trace_id, "thumbs": thumbs, "score": score,
+            "comment": rng.choice(COMMENTS[thumbs]), "user_id": asked.user_id,
+            "at": datetime.now(UTC).isoformat(timespec="milliseconds")}
+
+
+def traffic(n: int, *, out: str | Path | None = None, endpoint: str | None = None,
+            convention: Convention = "openinference", cases_path: str | Path = CASES,
+            seed: int = 0, rate: float = 0.0, fault: str | None = None, fault_after: int = 0,
+            feedback: str | Path | None = None) -> Traffic:
+    """Ask the instrumented assistant ``n`` questions drawn from the cases of ``cases_path``
+    (with replacement; :data:`REPHRASE` of them rephrased) by simulated users, ``rate`` a
+    second (0: as fast as it answers), exporting the spans to the file ``out`` or the OTLP/HTTP
+    ``endpoint``. ``fault`` is on from question ``fault_after`` (from 0) on. Each root span
+    carries ``user.id`` and ``session.id``; with ``feedback``, some users' feedback is written
+    there, a JSON line each. Everything drawn — questions, users, sessions, feedback, trace
+    and span ids — follows ``seed``: a run with the same seed repeats (times aside)."""
+    if n < 1 or rate < 0 or fault_after < 0:
+        raise ValueError("the traffic needs n >= 1, rate >= 0 and fault_after >= 0")
+    cases = read_cases(cases_path)
+    draw, react = random.Random(f"{seed}:traffic"), random.Random(f"{seed}:feedback")
+    sessions: dict[str, str] = {}
+    exporter = span_exporter(out, endpoint)
+    provider = _provider(exporter, seed)
+    tracer = provider.get_tracer(*SCOPE)
+    run = Traffic()
+    sink = open(feedback, "w", encoding="utf-8") if feedback is not None else None  # noqa: SIM115
+    start = time.monotonic()
+    try:
+        with instrument(load_assistant(), tracer, convention) as app:
+            for i in range(n):
+                if rate > 0:
+                    time.sleep(max(0.0, start + i / rate - time.monotonic()))
+                case = draw.choice(cases)
+                question = case.question
+                if draw.random() < REPHRASE:
+                    question = rephrase(question, draw.choice(REPHRASINGS))
+                user = f"u{draw.randrange(USERS) + 1:03d}"
+                if user not in sessions or draw.random() < NEW_SESSION:
+                    sessions[user] = f"s-{draw.getrandbits(48):012x}"
+                on = _fault_of(i, fault, fault_after)
+                result, trace_id = app.ask(
+                    case.model_copy(update={"question": question}), fault=on,
+                    attributes={"user.id": user, "session.id": sessions[user]})
+                answer = result.generator.answer if result.generator else None
+                asked = Asked(i, trace_id, case.id, question, user, sessions[user], on,
+                              answer, is_wrong(answer, case.gold.answer, question))
+                run.asked.append(asked)
+                line = feedback_line(asked, react) if sink is not None else None
+                if line is not None and sink is not None:
+                    sink.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    sink.flush()
+                    run.feedback += 1
+    finally:
+        provider.shutdown()  # flushes the batch processor
+        if sink is not None:
+            sink.close()
+    run.spans, run.dropped = exporter.exported, exporter.dropped
+    return run
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    faults = load_assistant().FAULTS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--convention", choices=CONVENTIONS, default="openinference")
     parser.add_argument("--cases", default=str(CASES))
-    parser.add_argument("--out", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="write the spans to this file, as OTLP JSON lines")
+    where.add_argument("--otlp-endpoint", metavar="URL",
+                       help="send the spans to this OTLP/HTTP endpoint (e.g. "
+                            "http://127.0.0.1:4318, `evalharness traces receive`) with the "
+                            "SDK's exporter; protobuf: the Python exporter sends no JSON")
+    parser.add_argument("--fault", choices=faults,
+                        help="degrade one component, as scenarios/shop-fault-*.yaml do")
+    parser.add_argument("--fault-after", type=int, default=0, metavar="K",
+                        help="switch the fault on after K questions (default 0: from the "
+                             "first)")
+    parser.add_argument("--traffic", type=int, metavar="N",
+                        help="ask N questions drawn from the cases by simulated users, "
+                             "instead of every case once")
+    parser.add_argument("--rate", type=float, default=0.0, metavar="R",
+                        help="with --traffic: questions a second (default 0: as fast as "
+                             "possible)")
+    parser.add_argument("--seed", type=int,
+                        help="with --traffic: the seed of everything drawn (default: a "
+                             "random one, printed)")
+    parser.add_argument("--feedback", metavar="FILE",
+                        help="with --traffic: write simulated users' feedback here, a JSON "
+                             "line each")
     args = parser.parse_args(argv)
-    n = record(args.cases, args.out, args.convention)
-    print(f"{n} spans written to {args.out} ({args.convention})")
+    if args.fault_after and args.fault is None:
+        parser.error("--fault-after needs --fault")
+    if args.fault_after < 0:
+        parser.error("--fault-after must be 0 or more")
+    if args.traffic is None:
+        extra = [name for name, value in (("--rate", args.rate), ("--seed", args.seed),
+                                          ("--feedback", args.feedback)) if value]
+        if extra:
+            parser.error(f"{', '.join(extra)} need --traffic N")
+    elif args.traffic < 1 or args.rate < 0:
+        parser.error("--traffic must be 1 or more and --rate 0 or more")
+    target = args.out or otlp_url(args.otlp_endpoint)
+    fault = f", fault {args.fault} from question {args.fault_after + 1}" if args.fault else ""
+    if args.traffic is None:
+        n = record(args.cases, args.out, args.convention, endpoint=args.otlp_endpoint,
+                   fault=args.fault, fault_after=args.fault_after)
+        print(f"{n} spans written to {target} ({args.convention}{fault})")
+        return 0
+    seed = args.seed if args.seed is not None else random.randrange(1 << 31)
+    run = traffic(args.traffic, out=args.out, endpoint=args.otlp_endpoint,
+                  convention=args.convention, cases_path=args.cases, seed=seed,
+                  rate=args.rate, fault=args.fault, fault_after=args.fault_after,
+                  feedback=args.feedback)
+    wrong = sum(1 for a in run.asked if a.wrong)
+    print(f"{len(run.asked)} questions from {len({a.user_id for a in run.asked})} users "
+          f"({args.convention}{fault}; seed {seed}): {run.spans} spans sent to {target}; "
+          f"{wrong} answers wrong by the cases' reference answers")
+    if args.feedback:
+        print(f"{run.feedback} feedback lines written to {args.feedback}")
+    if run.dropped:
+        print(f"{run.dropped} spans dropped: the exporter could not deliver them "
+              "(is the receiver running?)", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
