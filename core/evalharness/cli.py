@@ -55,6 +55,7 @@ LAZY_COMMANDS = {
     "review": "evalharness.review.command:review",
     "agreement": "evalharness.review.command:agreement",
     "rubric": "evalharness.rubric_command:rubric",
+    "monitor": "evalharness.monitor.command:monitor",
 }
 """Commands that live in modules of their own, imported only when the command runs (or
 ``--help`` lists it): a run of ``evalharness scenario`` does not pay for them."""

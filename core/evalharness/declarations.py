@@ -155,6 +155,14 @@ class Metric(BaseModel):
     gold: LabelGold | None = None
     """What a reviewer's label on it makes gold; ``None``: nothing."""
 
+    reference_free: bool = False
+    """It is computed from the trace alone — the question, the steps' outputs, the judge —
+    never from a case's gold labels (``faithfulness``, ``answer_relevancy``, ``abstention``,
+    ``latency_ms``): ``evalharness monitor`` computes only such metrics on live traffic, and
+    its verdicts read only them (docs/monitor.md). ``False``: it needs gold, or may (a metric
+    that falls back on the judge without labels declares ``True`` if its judged path needs no
+    gold either)."""
+
     pattern: str | None = None
     """Set by the core on a pattern's instance: the declared pattern (``recall@{k}``)."""
 

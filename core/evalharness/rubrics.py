@@ -235,7 +235,7 @@ def declare(settings: RubricSettings) -> list[Metric]:
         range=RANGES[settings.scale], direction="higher",
         verdict=f">= {settings.threshold:g}" if settings.threshold is not None else None,
         precedence=None, question=_question(settings.criterion), review=True,
-        version=version_of(settings))]
+        version=version_of(settings), reference_free="reference" not in settings.sees)]
 
 
 def _question(criterion: str) -> str:

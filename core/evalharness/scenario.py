@@ -405,7 +405,7 @@ class Scenario:
         return [e for e in self.evaluators if e.component == component]
 
 
-class _Problems:
+class Problems:
     """Formats problems at a field path of the scenario file as one paragraph; resolves paths
     relative to the scenario file."""
 
@@ -466,7 +466,7 @@ def load_scenario(
     db_path, db_build, corpus_path = _resources(spec, problems)
     spec.judge = _judge(spec, host, judge_backend, judge_overrides, problems)
     pipeline = _pipeline(spec, host, problems)
-    configured = _configure_evaluators(spec, pipeline, host, problems)
+    configured = configure_evaluators(spec, pipeline, host, problems)
     _needs_llm(configured, spec.judge, host, problems)
     configured += _automatic_evaluators(cases, pipeline, host, configured)
     gates, agreement_gates = _gates(spec, pipeline, configured, problems)
@@ -499,7 +499,7 @@ def load_scenario(
     )
 
 
-def _read(path: Path) -> tuple[bytes, ScenarioFile, _Problems]:
+def _read(path: Path) -> tuple[bytes, ScenarioFile, Problems]:
     """The file's bytes, its content validated as a :class:`ScenarioFile`, and the problem
     formatter that knows its lines."""
     problem = not_a_file(path)
@@ -518,7 +518,7 @@ def _read(path: Path) -> tuple[bytes, ScenarioFile, _Problems]:
         raise ScenarioError(f"{path}: not UTF-8 text; a scenario is a YAML file") from None
     except yaml.YAMLError as exc:
         raise ScenarioError(yaml_problem(path, raw.decode("utf-8"), exc)) from None
-    problems = _Problems(path, lines)
+    problems = Problems(path, lines)
     if not isinstance(data, dict):
         raise problems.error((), "a scenario must be a YAML mapping with at least `name`, "
                              "`cases` and `system` or `traces`")
@@ -531,7 +531,7 @@ def _read(path: Path) -> tuple[bytes, ScenarioFile, _Problems]:
     return raw, spec, problems
 
 
-def _plugin_files(spec: ScenarioFile, extra: list[str | Path], problems: _Problems
+def _plugin_files(spec: ScenarioFile, extra: list[str | Path], problems: Problems
                   ) -> list[Path]:
     """The scenario's `plugins:` files, then the command line's ``--plugin`` files."""
     files = [problems.must_exist(("plugins", i), rel, "plugin file")
@@ -549,7 +549,7 @@ def _plugin_files(spec: ScenarioFile, extra: list[str | Path], problems: _Proble
     return files
 
 
-def _cases(spec: ScenarioFile, purpose: str, problems: _Problems) -> list[Case]:
+def _cases(spec: ScenarioFile, purpose: str, problems: Problems) -> list[Case]:
     """The cases, from their JSONL file or inline (ids unique); a run needs at least one, and
     a system or traces."""
     if purpose == "run" and spec.cases is None:
@@ -577,7 +577,7 @@ def _cases(spec: ScenarioFile, purpose: str, problems: _Problems) -> list[Case]:
     return cases
 
 
-def _system_or_traces(spec: ScenarioFile, problems: _Problems
+def _system_or_traces(spec: ScenarioFile, problems: Problems
                       ) -> tuple[SystemSpec | None, TracesSpec | None, list[Path]]:
     """The system to call (its target checked to exist), or the recorded traces and their
     files (one, or those of a folder or a glob)."""
@@ -605,7 +605,7 @@ def _system_or_traces(spec: ScenarioFile, problems: _Problems
     return None, None, []
 
 
-def _trace_files(loc: tuple, rel: str, problems: _Problems) -> list[Path]:
+def _trace_files(loc: tuple, rel: str, problems: Problems) -> list[Path]:
     """The files ``traces.path`` names: one file, or every complete file of a folder or a
     glob, in name order (:func:`evalharness.spans.paths.trace_files`)."""
     resolved = problems.resolve(rel)
@@ -619,7 +619,7 @@ def _trace_files(loc: tuple, rel: str, problems: _Problems) -> list[Path]:
         raise problems.error(loc, f"{exc} (paths are relative to the scenario file)") from None
 
 
-def _resources(spec: ScenarioFile, problems: _Problems
+def _resources(spec: ScenarioFile, problems: Problems
                ) -> tuple[Path | None, Path | None, Path | None]:
     """The database's path and build script, and the corpus file, checked."""
     db_path = db_build = corpus_path = None
@@ -645,7 +645,7 @@ def _resources(spec: ScenarioFile, problems: _Problems
 
 
 def _judge(spec: ScenarioFile, host: PluginHost, backend: str | None,
-           overrides: dict[str, Any] | None, problems: _Problems) -> JudgeConfig:
+           overrides: dict[str, Any] | None, problems: Problems) -> JudgeConfig:
     """The judge block after the command line's overrides, its cache path resolved and its
     backend registered."""
     judge = spec.judge
@@ -665,7 +665,7 @@ def _judge(spec: ScenarioFile, host: PluginHost, backend: str | None,
     return judge
 
 
-def _pipeline(spec: ScenarioFile, host: PluginHost, problems: _Problems) -> Pipeline:
+def _pipeline(spec: ScenarioFile, host: PluginHost, problems: Problems) -> Pipeline:
     """The pipeline graph (the shop's when not written): acyclic, every kind registered."""
     components = spec.pipeline if spec.pipeline is not None else {
         name: ComponentSpec.model_validate(c) for name, c in SHOP_PIPELINE.items()}
@@ -681,7 +681,7 @@ def _pipeline(spec: ScenarioFile, host: PluginHost, problems: _Problems) -> Pipe
 
 
 def _gates(spec: ScenarioFile, pipeline: Pipeline, configured: list[ConfiguredEvaluator],
-           problems: _Problems) -> tuple[list[Gate], list[Gate]]:
+           problems: Problems) -> tuple[list[Gate], list[Gate]]:
     """The gates on metrics, and the gates on the agreement with people."""
     gates = []
     agreement_gates: list[Gate] = []
@@ -715,7 +715,7 @@ def _gates(spec: ScenarioFile, pipeline: Pipeline, configured: list[ConfiguredEv
     return gates, agreement_gates
 
 
-def _label_files(spec: ScenarioFile, problems: _Problems) -> list[Path]:
+def _label_files(spec: ScenarioFile, problems: Problems) -> list[Path]:
     """The `labels:` files, each readable as labels."""
     out = []
     for i, rel in enumerate([spec.labels] if isinstance(spec.labels, str)
@@ -791,8 +791,11 @@ BUDGET = "budget_s"
 model): seconds the evaluator may spend per case (``EvalContext.budget_s``)."""
 
 
-def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHost,
-                          problems: _Problems) -> list[ConfiguredEvaluator]:
+def configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHost,
+                          problems: Problems) -> list[ConfiguredEvaluator]:
+    """The scenario's ``evaluators:`` checked against the pipeline and the registered
+    evaluators, each with its settings validated; what is wrong is added to ``problems``
+    (the monitor checks its own ``evaluators:`` override the same way)."""
     out: list[ConfiguredEvaluator] = []
     for component, entries in spec.evaluators.items():
         if component not in pipeline.components:
@@ -870,7 +873,7 @@ def _configure_evaluators(spec: ScenarioFile, pipeline: Pipeline, host: PluginHo
 
 
 def _needs_llm(configured: list[ConfiguredEvaluator], judge: JudgeConfig, host: PluginHost,
-               problems: _Problems) -> None:
+               problems: Problems) -> None:
     """An evaluator that needs a language model, with a judge backend that is none (the
     offline heuristic), is refused before anything runs: never a silent heuristic number."""
     backend = host.judge_backend(judge.backend)
@@ -948,7 +951,7 @@ def _automatic_evaluators(cases: list[Case], pipeline: Pipeline, host: PluginHos
 
 def _configure_verdicts(spec: ScenarioFile, pipeline: Pipeline,
                         configured: list[ConfiguredEvaluator],
-                        problems: _Problems) -> dict[str, list[Gate]]:
+                        problems: Problems) -> dict[str, list[Gate]]:
     """Validate the ``verdicts:`` block like gates: every criterion parses and reads a metric
     one of the component's configured evaluators produces."""
     out: dict[str, list[Gate]] = {}
@@ -1033,7 +1036,7 @@ LISTED_IDS = 50
 
 
 def _recorded_traces(recorded: TracesSpec, paths: list[Path], pipeline: Pipeline,
-                     cases: list[Case], problems: _Problems, resolve: Callable[[str], Path],
+                     cases: list[Case], problems: Problems, resolve: Callable[[str], Path],
                      host: PluginHost, trace_notes: dict[str, list[str]]
                      ) -> tuple[dict[str, Trace], dict[str, Any], Path | None]:
     """Read recorded traces (ours, or spans through a mapping) from one file or several (a
@@ -1100,7 +1103,7 @@ def _recorded_traces(recorded: TracesSpec, paths: list[Path], pipeline: Pipeline
     return traces, source, mapping_file
 
 
-def _native_or_spans(paths: list[Path], problems: _Problems) -> str | None:
+def _native_or_spans(paths: list[Path], problems: Problems) -> str | None:
     """``evalharness`` when every file is our own trace JSONL, ``None`` (spans: each file's
     format recognised by the importer) when none is; a mix is an error naming both kinds."""
     native = [p for p in paths if looks_native(p)]
@@ -1114,7 +1117,7 @@ def _native_or_spans(paths: list[Path], problems: _Problems) -> str | None:
                          "folder or glob holding only one of them")
 
 
-def _load_native(paths: list[Path], problems: _Problems) -> dict[str, Trace]:
+def _load_native(paths: list[Path], problems: Problems) -> dict[str, Trace]:
     """Our traces of every file; a case id in two files is an error naming both."""
     traces: dict[str, Trace] = {}
     seen_in: dict[str, Path] = {}

@@ -61,27 +61,30 @@ REFERENCE = LabelGold(field="answer", step="answer")
 
 METRICS = {
     "answer_present": Metric(
-        "answer_present", verdict=">= 1", precedence=1, gold=ANSWER,
+        "answer_present", reference_free=True, verdict=">= 1", precedence=1, gold=ANSWER,
         description="1 when the answer has any non-blank text"),
     "answer_words": Metric(
-        "answer_words", range=(0, None), direction="neutral", unit="words",
+        "answer_words", reference_free=True, range=(0, None), direction="neutral",
+        unit="words",
         description="the answer's length in words"),
     "latency_ms": Metric(
-        "latency_ms", range=(0, None), direction="lower", unit="ms",
+        "latency_ms", reference_free=True, range=(0, None), direction="lower", unit="ms",
         description="the generator step's latency"),
     "total_tokens": Metric(
-        "total_tokens", range=(0, None), direction="lower", unit="tokens",
+        "total_tokens", reference_free=True, range=(0, None), direction="lower",
+        unit="tokens",
         description="tokens the generator step used"),
     "faithfulness": Metric(
-        "faithfulness", verdict=">= 0.5", gold=ANSWER, item_labels=("claim_support",),
+        "faithfulness", reference_free=True, verdict=">= 0.5", gold=ANSWER,
+        item_labels=("claim_support",),
         question="Is every statement of the answer supported by its contexts?",
         description="the answer says what its context says (supported claims / claims)"),
     "faithfulness_all": Metric(
-        "faithfulness_all", gold=ANSWER,
+        "faithfulness_all", reference_free=True, gold=ANSWER,
         question="Is every statement of the answer supported by its contexts?",
         description="the weakest claim's support: one unsupported claim fails the answer"),
     "answer_relevancy": Metric(
-        "answer_relevancy", verdict=">= 0.1", gold=ANSWER,
+        "answer_relevancy", reference_free=True, verdict=">= 0.1", gold=ANSWER,
         question="Does the answer address the question?",
         description="similarity of the question to questions written from the answer"),
     "correctness_precision": Metric(
@@ -97,7 +100,7 @@ METRICS = {
         question="Does the answer say what the reference answer says?",
         description="the answer says what the reference answer says (claim F1)"),
     "numeric_consistency": Metric(
-        "numeric_consistency", gold=ANSWER,
+        "numeric_consistency", reference_free=True, gold=ANSWER,
         description="share of the answer's figures found in the rows and chunks given"),
     "refusal": Metric(
         "refusal", verdict=">= 1", cases={"gold.refusal": True}, gold=ANSWER,

@@ -67,7 +67,7 @@ def register_evaluators(register):
                     "recall, F1, hit rate, MRR, MAP, R-precision, nDCG, DCG"))
     register(Evaluator(
         name="context_precision", component="retriever",
-        metrics=[Metric("context_precision@{k}",
+        metrics=[Metric("context_precision@{k}", reference_free=True,
                         description="rank-weighted share of useful chunks in the top K")],
         names=context_precision_metrics, settings=ContextPrecisionSettings,
         needs_judge=True, evaluate=context_precision,

@@ -1,8 +1,10 @@
 """Router evaluators: does the router choose the routes the question needs?
 
-Two evaluators (see docs/metrics/router.md):
+Three evaluators (see docs/metrics/router.md):
 
 - ``route_accuracy``: ``route_accuracy``, exact match of the chosen route set with the gold set.
+- ``route_confidence``: the router's own confidence in its choice (no gold: for
+  ``evalharness monitor``).
 - ``routing``: per case ``route_jaccard``, ``abstention`` and ``brier``; and, for the run, a
   report section with per-route precision/recall/F1, macro- and micro-F1, the confusion matrix
   (single-route) or per-route 2×2 tables (multi-route), the abstention rate and the
@@ -51,8 +53,11 @@ METRICS = {
     "route_jaccard": Metric(
         "route_jaccard", description="Jaccard similarity of the chosen and gold route sets"),
     "abstention": Metric(
-        "abstention", direction="lower",
+        "abstention", reference_free=True, direction="lower",
         description="1 when the router chose no route, or only fallback routes"),
+    "route_confidence": Metric(
+        "route_confidence", reference_free=True,
+        description="the router's own confidence in the routes it chose (no gold needed)"),
     "brier": Metric(
         "brier", direction="lower",
         description="Brier score of the router's probabilities against the gold routes"),
@@ -73,6 +78,21 @@ def route_accuracy(batch):
     return [_accuracy_row(case, step) for case, step in batch]
 
 
+def route_confidence(batch):
+    """The ``route_confidence`` evaluator: the confidence the router reports, else the score
+    of the least likely route it chose, else an error saying it reports neither."""
+    rows = []
+    for _, step in batch:
+        chosen = [step.scores[r] for r in step.routes if step.scores and r in step.scores]
+        if step.confidence is not None:
+            rows.append({"route_confidence": MetricValue.of(step.confidence, source="confidence")})
+        elif chosen and all(0.0 <= v <= 1.0 for v in chosen):
+            rows.append({"route_confidence": MetricValue.of(min(chosen), source="scores")})
+        else:
+            rows.append({"route_confidence": MetricValue.failed(NO_CONFIDENCE)})
+    return rows
+
+
 def routing(batch, settings, context):
     """The ``routing`` evaluator; the route universe comes from the pipeline's routers."""
     return routing_rows(batch, settings, _pipeline_routes(context))
@@ -84,6 +104,11 @@ def register_evaluators(register):
         name="route_accuracy", component="router", metrics=[METRICS["route_accuracy"]],
         evaluate=route_accuracy, init=Init(entry="route_accuracy", gate=">= 0.9"),
         description="1 when the chosen route set equals the gold route set, else 0"))
+    register(Evaluator(
+        name="route_confidence", component="router", metrics=[METRICS["route_confidence"]],
+        evaluate=route_confidence,
+        description="the router's own confidence in its routes (its `confidence`, else the "
+                    "lowest score of the routes it chose); no gold needed"))
     register(Evaluator(
         name="routing", component="router", metrics=[METRICS[m] for m in ROUTING_METRICS],
         settings=RoutingSettings, evaluate=routing,

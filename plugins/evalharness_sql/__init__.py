@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from evalharness import Evaluator, Init, LabelGold, Metric, Oracle, hookimpl
 from evalharness.registry import run_evaluator
-from evalharness_sql import evaluators, section
+from evalharness_sql import evaluators, health, section
 from evalharness_sql.cascade import STAGES, check_equivalence
 from evalharness_sql.cascade import run_cascade as run_cascade
 from evalharness_sql.clauses import items_f1 as items_f1
@@ -39,7 +39,7 @@ from evalharness_sql.parallel import check_many
 from evalharness_sql.rules import RULES
 from evalharness_sql.rules import normalize as normalize
 from evalharness_sql.sandbox import parse_statements as parse_statements
-from evalharness_sql.settings import EquivalenceSettings, ExactMatchSettings
+from evalharness_sql.settings import EquivalenceSettings, ExactMatchSettings, HealthSettings
 from evalharness_sql.stages.execute import execute as execute
 from evalharness_sql.verdict import Options, Verdict
 from evalharness_sql.verdict import Pair as Pair
@@ -74,6 +74,18 @@ METRICS = {
     "exec_time_ratio": Metric(
         "exec_time_ratio", range=(0, None), direction="lower", unit="×",
         description="execution time of the predicted query over the gold's"),
+    "sql_parses": Metric(
+        "sql_parses", verdict=">= 1", reference_free=True,
+        description="the predicted SQL is one statement that parses (no gold needed)"),
+    "empty_result": Metric(
+        "empty_result", direction="lower", reference_free=True,
+        description="1 when the query returned no rows (no gold needed)"),
+    "result_rows": Metric(
+        "result_rows", range=(0, None), direction="neutral", unit="rows",
+        reference_free=True, description="rows the query returned (no gold needed)"),
+    "latency_ms": Metric(
+        "latency_ms", range=(0, None), direction="lower", unit="ms", reference_free=True,
+        description="the text-to-SQL step's latency, as the trace records it"),
 }
 """Every text-to-SQL metric's declaration."""
 
@@ -105,6 +117,14 @@ def register_evaluators(register):
         description="the equivalence cascade (normalise, sandboxed execution, perturbed test "
                     "databases, judge last) with execution accuracy, valid-SQL rate, "
                     "clause F1 and the execution time ratio"))
+
+    register(Evaluator(
+        name="sql_health", component="text2sql",
+        metrics=[METRICS[m] for m in health.HEALTH_METRICS],
+        settings=HealthSettings, evaluate=health.health_rows,
+        description="without gold SQL: the query parses (sql_parses), returned no rows "
+                    "(empty_result), how many (result_rows), the step's latency_ms; for "
+                    "`evalharness monitor`"))
 
 
 def evaluate_text2sql(evaluator, batch, settings=None, context=None):

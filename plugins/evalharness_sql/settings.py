@@ -1,6 +1,6 @@
-"""Settings of the two text-to-SQL evaluators (``exact_match``, ``equivalence``): plain
-pydantic models, below both the registration (the package's ``__init__``) and the evaluator
-logic (:mod:`evalharness_sql.evaluators`)."""
+"""Settings of the text-to-SQL evaluators (``exact_match``, ``equivalence``,
+``sql_health``): plain pydantic models, below both the registration (the package's
+``__init__``) and the evaluator logic (:mod:`evalharness_sql.evaluators`, ``health``)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,13 @@ class EquivalenceSettings(BaseModel):
     """Seed of the test-suite databases."""
     use_judge: bool = True
     """Send what execution cannot decide to the scenario's judge."""
+
+
+class HealthSettings(BaseModel):
+    """Settings of the ``sql_health`` evaluator (no gold SQL needed)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    dialect: str | None = None
+    """SQL dialect of the predicted queries; default: the scenario database's, else
+    ``sqlite``."""

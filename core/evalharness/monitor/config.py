@@ -1,0 +1,281 @@
+"""MONITOR.yaml: the monitor's own keys over a scenario (docs/monitor.md, "MONITOR.yaml").
+
+:func:`load_monitor` reads and validates the file the way a scenario is read — every problem
+one paragraph naming the file, the line and the field, and what would be valid (exit 2) —,
+loads the scenario it names (its pipeline, trace mapping, judge and evaluators are reused)
+and resolves every path relative to the monitor file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evalharness.context import file_hint, not_a_file
+from evalharness.errors import EvalHarnessError, ScenarioError
+from evalharness.locate import (
+    best_error,
+    format_path,
+    line_of,
+    load_yaml_with_lines,
+    short,
+    yaml_problem,
+)
+from evalharness.scenario import Scenario, TracesSpec, load_scenario
+from evalharness.spans.mapping import MappingSpec, mapping_spec
+from evalharness.spans.paths import is_glob
+
+Window = Literal["hour", "day"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Rule(_Strict):
+    """An always-include rule: a trace that matches every key given is always evaluated."""
+
+    feedback: Literal["down", "up"] | None = None
+    """A user gave the trace this thumbs (feedback ingested before the trace was decided, or
+    later: a trace left out that then gets a thumbs-down is evaluated on the next pass)."""
+    error: bool | None = None
+    """``true``: the application recorded an error on the trace or one of its steps."""
+    route: str | None = None
+    """The router chose this route (one of them)."""
+
+    @model_validator(mode="after")
+    def _some(self) -> Rule:
+        if self.feedback is None and self.error is None and self.route is None:
+            raise ValueError("an always-rule needs at least one of feedback, error, route "
+                             "(e.g. {feedback: down})")
+        return self
+
+    def label(self) -> str:
+        """``feedback=down, route=sql``: how ``sample_reason`` names the rule."""
+        parts = [f"{k}={v if not isinstance(v, bool) else str(v).lower()}"
+                 for k, v in self.model_dump(exclude_none=True).items()]
+        return ", ".join(parts)
+
+
+class Sampling(_Strict):
+    """Which traces are evaluated. Decided once per trace, from a hash of ``seed`` and its
+    trace id (so a restart decides the same), and stored."""
+
+    rate: float = Field(default=1.0, ge=0.0, le=1.0)
+    """The share of traces evaluated (``0.2``: one in five)."""
+    by: Literal["route"] | None = None
+    """``route``: stratified — a route whose evaluated share falls below ``rate`` catches up
+    (its next traces are taken), so a rare route is never left out."""
+    always: list[Rule] = Field(default_factory=list)
+    """Traces evaluated whatever the rate (``{feedback: down}``, ``{error: true}``,
+    ``{route: sql}``)."""
+    seed: int = 0
+    """The hash's seed: another seed picks other traces."""
+
+
+class StoreSpec(_Strict):
+    """Where the store is, and how long it keeps traces."""
+
+    path: str = "monitor.duckdb"
+    """The DuckDB file, relative to the monitor file."""
+    retention_days: float | None = Field(default=90, gt=0)
+    """Traces older than this (by their start time; by when they were stored when the trace
+    has none) are deleted with their metrics, verdicts and feedback at the start of a pass;
+    ``null``: kept for ever."""
+
+
+class FeedbackSpec(_Strict):
+    """Users' feedback read from a file (docs/monitor.md, "Users' feedback")."""
+
+    path: str | None = None
+    """A JSONL file of feedback records, relative to the monitor file."""
+    key: str = "trace_id"
+    """What a record's key names: ``trace_id``, or a trace attribute (``session.id``)."""
+
+
+class RedactSpec(_Strict):
+    """What of users' data the store keeps."""
+
+    user_ids: Literal["hash", "drop", "keep"] = "hash"
+    """``hash``: a salted SHA-256 (the salt is kept in the store: one user's traces still
+    group together); ``drop``: not stored; ``keep``: as recorded."""
+    texts: Literal["keep", "drop"] = "keep"
+    """``drop``: questions, answers, SQL rows, chunk texts and contexts are not stored (the
+    metrics are computed before; the stored trace keeps ids, routes, SQL, timings, tokens)."""
+
+
+class MonitorFile(_Strict):
+    """MONITOR.yaml as written."""
+
+    scenario: str
+    """The scenario whose pipeline, trace mapping (``traces:``), judge and evaluators are
+    reused; relative to the monitor file."""
+    name: str | None = None
+    """A name for reports; default: the scenario's name."""
+    sources: list[str] = Field(min_length=1)
+    """Files, folders (every complete file, as ``traces receive`` writes them) or globs of
+    span exports; relative to the monitor file."""
+    sampling: Sampling = Field(default_factory=Sampling)
+    """Which traces are evaluated."""
+    store: StoreSpec = Field(default_factory=StoreSpec)
+    """The store."""
+    feedback: FeedbackSpec = Field(default_factory=FeedbackSpec)
+    """Users' feedback read from a file."""
+    evaluators: dict[str, list[str | dict[str, Any]]] | None = None
+    """Per component, evaluators replacing the scenario's (same syntax); only their
+    reference-free metrics are computed."""
+    windows: list[Window] = Field(default_factory=lambda: ["hour", "day"])
+    """The report's time windows."""
+    redact: RedactSpec = Field(default_factory=RedactSpec)
+    """What of users' data the store keeps."""
+    batch_size: int = Field(default=50, ge=1, le=10_000)
+    """Traces evaluated and stored in one transaction."""
+
+
+NESTED: dict[tuple, type[BaseModel]] = {
+    (): MonitorFile, ("sampling",): Sampling, ("store",): StoreSpec,
+    ("feedback",): FeedbackSpec, ("redact",): RedactSpec}
+"""The model of each mapping of the file, for listing the valid keys in an error."""
+
+
+@dataclass
+class Monitor:
+    """A validated MONITOR.yaml, its scenario loaded and its paths resolved."""
+
+    path: Path
+    spec: MonitorFile
+    scenario: Scenario
+    traces: TracesSpec
+    """The scenario's ``traces:`` block: the format and the mapping the sources are read
+    with."""
+    mapping: MappingSpec | None
+    """The mapping, resolved from the scenario (``None``: the preset is guessed)."""
+    sources: list[Path]
+    """Each source resolved (a file, a folder or a glob)."""
+    store_path: Path
+    feedback_path: Path | None
+    lines: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name or self.scenario.name
+
+    def growing(self, source: Path) -> bool:
+        """Whether ``source`` may still grow (a folder or a glob): its traces whose root span
+        has not arrived are left for the next pass."""
+        return source.is_dir() or is_glob(str(source))
+
+    def where(self, loc: tuple) -> str:
+        line = line_of(loc, self.lines)
+        return f"{self.path}" + (f", line {line}" if line else "") + \
+            f", field `{format_path(loc)}`"
+
+
+def _error(path: Path, lines: dict, loc: tuple, message: str) -> ScenarioError:
+    line = line_of(loc, lines)
+    return ScenarioError(f"{path}" + (f", line {line}" if line else "")
+                         + (f", field `{format_path(loc)}`" if loc else "") + f": {message}")
+
+
+def _hint(loc: tuple, message: str, value: Any) -> str:
+    if message == "unknown field":
+        owner = NESTED.get(tuple(loc[:-1]))
+        if owner is None and len(loc) == 3 and loc[:2] == ("sampling", "always"):
+            owner = Rule
+        if owner is not None:
+            where = "top-level keys" if len(loc) == 1 else f"keys of `{format_path(loc[:-1])}`"
+            return f"; valid {where}: {', '.join(owner.model_fields)}"
+        return ""
+    return "" if message == "required field is missing" else f" (got {short(value)})"
+
+
+def read_monitor_file(path: Path) -> tuple[MonitorFile, dict]:
+    """The file validated as a :class:`MonitorFile`, and its lines per field path."""
+    problem = not_a_file(path)
+    if problem is not None:
+        hint = ("give the path to a MONITOR.yaml, e.g. scenarios/shop-monitor.yaml"
+                if problem in ("does not exist", "is a directory") else file_hint(problem))
+        raise ScenarioError(f"monitor file {str(path)!r} {problem}; {hint}")
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        data, lines = load_yaml_with_lines(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(yaml_problem(path, text, exc)) from None
+    if not isinstance(data, dict):
+        raise _error(path, lines, (), "a monitor file is a YAML mapping with at least "
+                     "`scenario` and `sources`")
+    try:
+        return MonitorFile.model_validate(data), lines
+    except ValidationError as exc:
+        loc, message, value = best_error(exc, data)
+        raise _error(path, lines, loc, f"{message}{_hint(loc, message, value)}") from None
+
+
+def load_monitor(path: str | Path) -> Monitor:
+    """Read and validate MONITOR.yaml and load its scenario; :class:`ScenarioError` (exit 2)
+    on the first problem, naming the file, the line and the field."""
+    path = Path(path)
+    spec, lines = read_monitor_file(path)
+    base = path.parent
+
+    def resolve(rel: str) -> Path:
+        return Path(rel) if Path(rel).is_absolute() else Path(os.path.normpath(base / rel))
+
+    scenario_path = resolve(spec.scenario)
+    if not_a_file(scenario_path) is not None:
+        raise _error(path, lines, ("scenario",), f"scenario file {spec.scenario!r} "
+                     f"{not_a_file(scenario_path)} (looked for {scenario_path}); paths are "
+                     "relative to the monitor file")
+    try:
+        scenario = load_scenario(scenario_path)
+    except EvalHarnessError as exc:
+        lead = _error(path, lines, ("scenario",), "the scenario it names does not load")
+        raise ScenarioError(f"{lead}: {exc}") from None
+    recorded = scenario.spec.traces
+    if recorded is None:
+        raise _error(path, lines, ("scenario",), f"the scenario {spec.scenario!r} has no "
+                     "`traces:` block, so the monitor does not know how to map spans onto its "
+                     "pipeline; give it `traces: {path: SAMPLE, mapping: PRESET-OR-FILE}` "
+                     "(docs/traces.md) — a scenario that runs a `system:` cannot be monitored")
+    traces = recorded if isinstance(recorded, TracesSpec) else TracesSpec(path=recorded)
+    if scenario.trace_source.get("format") == "evalharness" or traces.format == "evalharness":
+        raise _error(path, lines, ("scenario",), f"the scenario {spec.scenario!r} reads our "
+                     "own trace JSONL, which has no spans to map; the monitor reads span "
+                     "exports: give the scenario `traces: {path, mapping}` over an export "
+                     "(docs/traces.md)")
+    mapping = mapping_spec(traces.mapping, base=scenario.base, source=scenario.path,
+                           lines=scenario.lines, prefix=("traces", "mapping"))
+    sources: list[Path] = []
+    for i, rel in enumerate(spec.sources):
+        p = resolve(rel)
+        if not is_glob(rel) and not p.exists():
+            raise _error(path, lines, ("sources", i), f"source {rel!r} does not exist "
+                         f"(looked for {p}); give a file, a folder or a glob of span exports, "
+                         "relative to the monitor file")
+        sources.append(p)
+    feedback = resolve(spec.feedback.path) if spec.feedback.path else None
+    monitor = Monitor(path=path, spec=spec, scenario=scenario, traces=traces, mapping=mapping,
+                      sources=sources, store_path=resolve(spec.store.path),
+                      feedback_path=feedback, lines=lines)
+    if spec.evaluators is not None:
+        monitor.scenario = _with_evaluators(monitor)
+    return monitor
+
+
+def _with_evaluators(monitor: Monitor) -> Scenario:
+    """The scenario with the monitor's ``evaluators:`` in place of its own (validated as a
+    scenario's are; problems name the monitor file)."""
+    import dataclasses
+
+    from evalharness.scenario import Problems, configure_evaluators
+
+    scenario = monitor.scenario
+    spec = scenario.spec.model_copy(update={"evaluators": monitor.spec.evaluators})
+    problems = Problems(monitor.path, monitor.lines)
+    configured = configure_evaluators(spec, scenario.pipeline, scenario.host, problems)
+    return dataclasses.replace(scenario, spec=spec, evaluators=configured)

@@ -1,0 +1,386 @@
+"""The monitor report's view model (:func:`evalharness.monitor.report.build_report`) as
+report.md, report.html and the terminal summary; it never reads the store.
+
+report.html is ``templates/monitor.html`` (extends ``base.html``: the CSP, the inline CSS)
+with one ``monitor_*.html`` partial per section; its two charts — a component's metric over
+the windows with 95% CI whiskers, and the root-cause shares per window as stacked bars — are
+SVG drawn here from :mod:`evalharness.charts`' pieces, every text escaped by
+:class:`~evalharness.pages.Html`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalharness import pages
+from evalharness.charts import INTERACTION, PALETTE, nice_max, svg_open, text_width
+from evalharness.formatting import ci_range, number, percent
+from evalharness.pages import Html
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+"""The page's Content-Security-Policy, as report.html's: no request of any kind."""
+
+GOOD, BAD, UNDECIDED = "#16a34a", "#dc2626", "#d97706"
+
+
+def colours_of(view: dict[str, Any]) -> dict[str, str]:
+    """Component colours in path order, as report.html assigns them; ``unattributed`` grey.
+
+    >>> colours_of({"components": ["router", "generator"]})["generator"]
+    '#0d9488'
+    """
+    out = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(view["components"])}
+    out["unattributed"] = INTERACTION
+    return out
+
+
+def window_label(start: str, size: str, *, short: bool = False) -> str:
+    """A window's name: the day, or the day and hour; ``short`` without the year.
+
+    >>> window_label("2026-12-01T00:00:00Z", "day"), window_label("2026-12-01T13:00:00Z", "hour")
+    ('2026-12-01', '12-01 13h')
+    >>> window_label("2026-12-01T00:00:00Z", "day", short=True)
+    '12-01'
+    """
+    if size == "day":
+        return start[5:10] if short else start[:10]
+    return f"{start[5:10]} {start[11:13]}h"
+
+
+def when(value: str | None) -> str | None:
+    """An ISO time of report.json as people read it.
+
+    >>> when("2026-12-01T08:30:00Z"), when(None)
+    ('2026-12-01 08:30 UTC', None)
+    """
+    return None if value is None else value[:16].replace("T", " ") + " UTC"
+
+
+def pct_ci(ci: list[float] | None) -> str:
+    """A share's interval as ``lo–hi`` percentages.
+
+    >>> pct_ci([0.1234, 0.5]), pct_ci(None)
+    ('12%–50%', '—')
+    """
+    return "—" if not ci else f"{percent(ci[0])}–{percent(ci[1])}"
+
+
+# --------------------------------------------------------------------------------------------
+# Charts
+# --------------------------------------------------------------------------------------------
+
+
+def window_metric_chart(component: str, metric: str, points: list[tuple[str, dict | None]],
+                        colour: str) -> Html:
+    """One metric of one component over the windows: the mean of each window as a dot joined
+    by a line, its 95% CI as a vertical whisker; a 0–1 axis when every value fits in it."""
+    values = [v for _, s in points if s and s["mean"] is not None
+              for v in (s["mean"], *(s["ci95"] or []))]
+    unit = all(0 <= v <= 1 for v in values)
+    top_value = 1.0 if unit else nice_max(max(values, default=1.0))
+    left, top, height = 44.0, 12.0, 110.0
+    step = max(8.0, min(56.0, 520.0 / max(len(points), 1)))
+    width = left + step * len(points) + 10
+    svg = [svg_open("window-metric", width, top + height + 34,
+                    f"{component}.{metric} per window with 95% CI",
+                    data_component=component, data_metric=metric)]
+    for f in (0, 0.5, 1):
+        y = top + height * (1 - f)
+        svg.append(Html('<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>'
+                        '<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>'
+                        ).format(left, y, width - 6, y, left - 6, y, number(f * top_value, 2)))
+
+    def y_of(v: float) -> float:
+        return top + height * (1 - min(max(v / top_value, 0.0), 1.0))
+
+    line = []
+    label_every = max(1, round(len(points) / 8))
+    for i, (label, s) in enumerate(points):
+        x = left + step * (i + 0.5)
+        if i % label_every == 0 or i == len(points) - 1:
+            svg.append(Html('<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}'
+                            "</text>").format(x, top + height + 14, label))
+        if not s or s["mean"] is None:
+            continue
+        line.append(f"{x:.1f},{y_of(s['mean']):.1f}")
+        tip = (f"{component}.{metric}, {label}: {number(s['mean'])}"
+               + (f" (95% CI {ci_range(s['ci95'])})" if s["ci95"] else "")
+               + f", n = {s['n']}" + (f", {s['errors']} errors" if s["errors"] else ""))
+        svg.append(Html("<g class=\"pt\"><title>{}</title>").format(tip))
+        if s["ci95"]:
+            lo, hi = y_of(s["ci95"][0]), y_of(s["ci95"][1])
+            svg.append(Html('<g class="whisker"><line x1="{x:.1f}" y1="{lo:.1f}" x2="{x:.1f}" '
+                            'y2="{hi:.1f}"/><line x1="{a:.1f}" y1="{lo:.1f}" x2="{b:.1f}" '
+                            'y2="{lo:.1f}"/><line x1="{a:.1f}" y1="{hi:.1f}" x2="{b:.1f}" '
+                            'y2="{hi:.1f}"/></g>').format(x=x, lo=lo, hi=hi, a=x - 3, b=x + 3))
+        svg.append(Html('<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/></g>').format(
+            x, y_of(s["mean"]), colour))
+    if len(line) > 1:
+        svg.insert(1, Html('<polyline points="{}" fill="none" stroke="{}" stroke-width="1.5" '
+                           'stroke-opacity="0.6"/>').format(" ".join(line), colour))
+    svg.append(Html("</svg>"))
+    return Html("").join(svg)
+
+
+def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str, str]
+                     ) -> Html:
+    """Per window, the failed traces' root causes as a 100% stacked bar, the number of failed
+    traces above it, and a legend."""
+    causes = list(dict.fromkeys(c for w in windows for c in w["root_causes"]["shares"]))
+    causes.sort(key=lambda c: list(colours).index(c) if c in colours else len(colours))
+    left, top, height = 40.0, 18.0, 140.0
+    step = max(10.0, min(60.0, 560.0 / max(len(windows), 1)))
+    bar = step * 0.7
+    width = max(left + step * len(windows) + 10,
+                left + sum(text_width(c, 11) + 30 for c in causes))
+    svg = [svg_open("root-causes", width, top + height + 52,
+                    f"root causes of the failed traces per {size}", id=f"root-causes-{size}")]
+    for f in (0, 0.5, 1):
+        y = top + height * (1 - f)
+        svg.append(Html('<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>'
+                        '<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>'
+                        ).format(left, y, width - 6, y, left - 6, y, percent(f)))
+    label_every = max(1, round(len(windows) / 8))
+    for i, w in enumerate(windows):
+        x = left + step * i + (step - bar) / 2
+        label = window_label(w["start"], size, short=True)
+        rc = w["root_causes"]
+        y = top + height
+        for cause, s in rc["shares"].items():
+            h = (s["share"] or 0) * height
+            if h <= 0:
+                continue
+            y -= h
+            tip = (f"{label}: {cause} {percent(s['share'])} of {rc['failed']} failed traces "
+                   f"({s['count']}; 95% CI {pct_ci(s['ci95'])})")
+            svg.append(Html('<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" '
+                            'fill="{}" data-cause="{}"><title>{}</title></rect>').format(
+                x, y, bar, max(h - 0.5, 0.5), colours.get(cause, INTERACTION), cause, tip))
+        svg.append(Html('<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}'
+                        "</text>").format(x + bar / 2, top - 8, rc["failed"]))
+        if i % label_every == 0 or i == len(windows) - 1:
+            svg.append(Html('<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}'
+                            "</text>").format(x + bar / 2, top + height + 14, label))
+    x, y = left, top + height + 38
+    for cause in causes:
+        svg.append(Html('<rect x="{:.1f}" y="{:.1f}" width="10" height="10" rx="2" fill="{}"/>'
+                        '<text class="tick" x="{:.1f}" y="{:.1f}">{}</text>').format(
+            x, y - 5, colours.get(cause, INTERACTION), x + 14, y, cause))
+        x += text_width(cause, 11) + 30
+    svg.append(Html("</svg>"))
+    return Html("").join(svg)
+
+
+# --------------------------------------------------------------------------------------------
+# report.html
+# --------------------------------------------------------------------------------------------
+
+
+def _window_charts(view: dict[str, Any], colours: dict[str, str]) -> dict[str, Any]:
+    """Per window size: the root-cause chart, and per component one chart per metric."""
+    out = {}
+    for size, windows in view["windows"].items():
+        per_component = []
+        for comp in view["components"]:
+            metrics = list(dict.fromkeys(m for w in windows
+                                         for m in w["components"].get(comp, {})
+                                         .get("metrics", {})))
+            charts = []
+            for metric in metrics:
+                points = [(window_label(w["start"], size, short=True),
+                           w["components"].get(comp, {}).get("metrics", {}).get(metric))
+                          for w in windows]
+                charts.append((metric, window_metric_chart(comp, metric, points,
+                                                           colours[comp])))
+            if charts:
+                per_component.append((comp, charts))
+        out[size] = {"root_causes": root_cause_chart(windows, size, colours)
+                     if any(w["root_causes"]["failed"] for w in windows) else None,
+                     "metrics": per_component}
+    return out
+
+
+def render_html(view: dict[str, Any]) -> str:
+    """The whole monitor report.html for the view model."""
+    colours = colours_of(view)
+    nav = [("#overview", "Overview"), ("#traffic", "Traffic"), ("#components", "Components"),
+           ("#windows", "Windows"), ("#feedback", "Feedback & agreement"),
+           ("#traces", "Traces")]
+    return pages.render(
+        "monitor.html", csp=CSP, view=view, nav=nav, colours=colours,
+        interaction=INTERACTION, good=GOOD, bad=BAD, undecided=UNDECIDED,
+        charts=_window_charts(view, colours), window_label=window_label, pct_ci=pct_ci,
+        when=when,
+        shown={t["trace_id"] for t in view["drilldown"]["traces"]})
+
+
+# --------------------------------------------------------------------------------------------
+# report.md
+# --------------------------------------------------------------------------------------------
+
+
+def cell(value: Any) -> str:
+    """Any value as one Markdown table cell: pipes, newlines and markup made inert.
+
+    >>> cell("a|b\\n<i>")
+    'a\\\\|b &lt;i&gt;'
+    """
+    text = "—" if value is None else str(value)
+    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("\r", " "),
+                 ("\n", " "), ("`", "'")):
+        text = text.replace(a, b)
+    return text
+
+
+def _rate_md(r: dict[str, Any] | None) -> str:
+    if not r or r["pass_rate"] is None:
+        return "—"
+    return f"{percent(r['pass_rate'])} ({pct_ci(r['ci95'])})"
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _agreement_md(name: str, a: dict[str, Any]) -> list[Any]:
+    k, b = a["kappa"], a["balanced_accuracy"]
+    c = a["confusion"]
+    return [name, a["n"],
+            "—" if not k or k["value"] is None else f"{number(k['value'], 2)} "
+            f"({ci_range(k['ci95'])})",
+            "—" if not b or b["value"] is None else f"{number(b['value'], 2)} "
+            f"({ci_range(b['ci95'])})",
+            f"{c['judge_pass_user_up']} / {c['judge_pass_user_down']} / "
+            f"{c['judge_fail_user_up']} / {c['judge_fail_user_down']}",
+            a["note"] or ("" if a["enough"] else "n too small")]
+
+
+def render_markdown(view: dict[str, Any]) -> str:
+    """report.md: the same numbers as report.html, as tables."""
+    t = view["traffic"]
+    p = view["period"]
+    lines = [f"# Monitor report: {cell(view['name'])}" if view.get("name") else
+             "# Monitor report", ""]
+    lines.append(f"Store `{cell(view.get('store'))}`"
+                 + (f", monitor `{cell(view['monitor'])}`" if view.get("monitor") else "")
+                 + f"; {t['traces']} traces from "
+                 f"{cell(when(p['since'] or t['first']) or 'the start')} to "
+                 f"{cell(when(p['until'] or t['last']) or 'now')}; generated "
+                 f"{when(view['generated_at'])}.")
+    lines += ["", *(f"> {cell(n)}" for n in view["notes"]), ""]
+    lines += ["## Traffic", ""]
+    head = ["route", "traces", "sampled", "evaluated", "not sampled", "unmappable", "passed",
+            "failed", "undecided"]
+    keys = ["traces", "sampled", "evaluated", "not_sampled", "unmappable", "passed", "failed",
+            "undecided"]
+    rows = [[r, *(c[k] for k in keys)] for r, c in t["routes"].items()]
+    rows.append(["**all**", *(t[k] for k in keys)])
+    lines += _table(head, rows)
+    lines.append(f"End-to-end pass rate: {_rate_md(t['end_to_end'])} (Wilson 95% CI).")
+    lines += ["", "## Components", ""]
+    for comp in view["components"]:
+        c = view["per_component"][comp]
+        lines += [f"### {cell(comp)}", "",
+                  f"Verdict pass rate: {_rate_md(c['verdicts'])}", ""]
+        rows = []
+        for scope, block in [("all", c), *c["routes"].items()]:
+            for m, s in block["metrics"].items():
+                rows.append([scope, m, number(s["mean"]), ci_range(s["ci95"]), s["n"],
+                             s["errors"]])
+            rows.append([scope, "*verdict pass rate*", _rate_md(block["verdicts"]), "", "", ""])
+        lines += _table(["route", "metric", "mean", "95% CI", "n", "errors"], rows)
+    rc = view["root_causes"]
+    lines += ["## Root causes", "", f"{rc['failed']} failed evaluated traces.", ""]
+    lines += _table(["root cause", "traces", "share", "95% CI"],
+                    [[k, s["count"], percent(s["share"]), pct_ci(s["ci95"])]
+                     for k, s in rc["shares"].items()])
+    for size, windows in view["windows"].items():
+        lines += [f"## Per {size}", ""]
+        comps = view["components"]
+        rows = []
+        for w in windows:
+            rcs = ", ".join(f"{k} {percent(s['share'])}" for k, s in
+                            w["root_causes"]["shares"].items())
+            rows.append([window_label(w["start"], size), w["traces"], w["evaluated"],
+                         _rate_md(w["end_to_end"]),
+                         *(_rate_md(w["components"].get(c, {}).get("verdicts")) for c in comps),
+                         rcs or "—", percent(w["feedback"]["down_share"])])
+        lines += _table([size, "traces", "evaluated", "end to end", *comps, "root causes",
+                         "thumbs down"], rows)
+        rows = []
+        for w in windows:
+            for comp in comps:
+                for m, s in w["components"].get(comp, {}).get("metrics", {}).items():
+                    rows.append([window_label(w["start"], size), comp, m, number(s["mean"]),
+                                 ci_range(s["ci95"]), s["n"], s["errors"]])
+        if rows:
+            lines += ["<details><summary>metrics per " + size + "</summary>", ""]
+            lines += _table([size, "component", "metric", "mean", "95% CI", "n", "errors"],
+                            rows)
+            lines += ["</details>", ""]
+    f = view["feedback"]
+    lines += ["## Feedback", ""]
+    lines += _table(["records", "labels (trace × user)", "thumbs up", "thumbs down",
+                     "mean score", "labelled evaluated traces", "for unknown traces"],
+                    [[f["records"], f["labels"], f["thumbs"]["up"], f["thumbs"]["down"],
+                      f"{number(f['score']['mean'], 2)} (n = {f['score']['n']})",
+                      f"{f['labelled_traces']} ({percent(f['labelled_share'])})",
+                      f["unknown_trace"]]])
+    a = view["agreement"]
+    lines += ["## Judge–user agreement", "", f"{a['unit'][:1].upper()}{a['unit'][1:]}; fewer than {a['min_n']} rows is too "
+              "small to read as an estimate.", ""]
+    rows = [_agreement_md("end to end", a["end_to_end"])]
+    rows += [_agreement_md(c, b) for c, b in a["components"].items()]
+    lines += _table(["verdict", "n", "Cohen's κ (95% CI)", "balanced accuracy (95% CI)",
+                     "pass·up / pass·down / fail·up / fail·down", "note"], rows)
+    d = view["drilldown"]
+    lines += ["## Failed and thumbs-down traces", "",
+              f"{d['shown']} of {d['total']} (newest first; report.html has each one's "
+              "metrics, verdicts and feedback).", ""]
+    lines += _table(["trace", "time", "route", "why", "root cause", "question"],
+                    [[x["trace_id"], x["time"], x["route"], ", ".join(x["why"]),
+                      x["root_cause"], (x["question"] or "")[:120]] for x in d["traces"]])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The terminal
+# --------------------------------------------------------------------------------------------
+
+
+def print_summary(view: dict[str, Any], console: Any) -> None:
+    """The short summary table: per component its pass rate and metrics, then traffic,
+    feedback and agreement in a few lines."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = view["traffic"]
+    table = Table(title=f"monitor — {t['traces']} traces, {t['evaluated']} evaluated, "
+                        f"{t['failed']} failed", title_justify="left")
+    table.add_column("component")
+    table.add_column("metric", no_wrap=True)
+    for col in ("mean", "95% CI", "n", "errors"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for comp in view["components"]:
+        c = view["per_component"][comp]
+        table.add_row(escape(comp), "[b]pass rate[/b]", _rate_md(c["verdicts"]).split(" ")[0],
+                      pct_ci((c["verdicts"] or {}).get("ci95")),
+                      str(sum(((c["verdicts"] or {}).get(k) or 0) for k in ("passed", "failed"))),
+                      "")
+        for m, s in c["metrics"].items():
+            table.add_row("", escape(m), number(s["mean"]), ci_range(s["ci95"]), str(s["n"]),
+                          f"[red]{s['errors']}[/red]" if s["errors"] else "0")
+        table.add_section()
+    console.print(table)
+    e2e = t["end_to_end"]
+    console.print(f"end to end: {_rate_md(e2e)} pass; root causes: " + (", ".join(
+        f"{escape(k)} {percent(s['share'])}" for k, s in view["root_causes"]["shares"].items())
+        or "none"))
+    f, a = view["feedback"], view["agreement"]["end_to_end"]
+    console.print(f"feedback: {f['thumbs']['up']} up, {f['thumbs']['down']} down, "
+                  f"{f['unknown_trace']} for unknown traces; judge–user κ "
+                  + ("—" if not a["kappa"] or a["kappa"]["value"] is None
+                     else number(a["kappa"]["value"], 2)) + f" (n = {a['n']})"
+                  + ("" if a["enough"] else " [yellow]n too small[/yellow]"))

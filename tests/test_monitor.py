@@ -1,0 +1,378 @@
+"""`evalharness monitor`: MONITOR.yaml validated like a scenario (exit 2, file/line/field);
+recorded shop traffic evaluated reference-free into the store once (a second `--once` adds
+nothing); sampling deterministic, stratified by route, always-rules honoured; the root cause
+on the taken path (the generator fault is the top root cause); a batch stored whole or not at
+all, and a monitor killed with SIGKILL mid-batch resumes without losing or duplicating a
+trace."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write
+from evalharness.errors import ScenarioError
+from evalharness.models import GeneratorStep, RouterStep, Text2SQLStep, Trace
+from evalharness.monitor import store
+from evalharness.monitor.config import Rule, Sampling, load_monitor
+from evalharness.monitor.intake import Incoming, Sampler, rank
+from evalharness.monitor.passes import MonitorRun
+from evalharness.spans.mapped import Mapped
+
+duckdb = pytest.importorskip("duckdb")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "scenarios" / "shop"
+SCENARIO = SHOP / "monitor" / "scenario.yaml"
+TRAFFIC = SHOP / "monitor" / "traffic"
+FEEDBACK = SHOP / "monitor" / "feedback.jsonl"
+FAULTY = TRAFFIC / "spans-0002.jsonl"  # 15 questions with the generator fault
+
+
+def monitor_file(folder: Path, *, scenario: Path = SCENARIO, sources: list[Path] | None = None,
+                 extra: str = "", rate: float = 0.5, batch_size: int = 50) -> Path:
+    sources = sources or [TRAFFIC]
+    listed = ", ".join(f'"{s}"' for s in sources)
+    return write(folder / "monitor.yaml", f"""
+        scenario: "{scenario}"
+        sources: [{listed}]
+        sampling:
+          rate: {rate}
+          by: route
+          always: [{{feedback: down}}, {{error: true}}]
+        store: {{path: store.duckdb}}
+        feedback: {{path: "{FEEDBACK}"}}
+        batch_size: {batch_size}
+        {extra}
+        """)
+
+
+def counts(path: Path) -> dict[str, int]:
+    with store.connect(path, read_only=True) as con:
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("traces", "metrics", "verdicts")}
+
+
+# --- MONITOR.yaml ------------------------------------------------------------------------------
+
+
+def test_unknown_key_is_exit_2_naming_file_line_field_and_valid_keys(tmp_path):
+    path = write(tmp_path / "m.yaml", f"""
+        scenario: "{SCENARIO}"
+        sources: ["{TRAFFIC}"]
+        sampling:
+          rat: 0.2
+        """)
+    result = run_cli("monitor", path)
+    assert result.code == 2, result
+    assert f"{path}, line 4, field `sampling.rat`: unknown field" in result.err
+    assert "valid keys of `sampling`: rate, by, always, seed" in result.err
+
+
+def test_a_scenario_without_a_trace_mapping_is_exit_2(tmp_path):
+    path = write(tmp_path / "m.yaml", f"""
+        scenario: "{ROOT / 'scenarios' / 'shop.yaml'}"
+        sources: ["{TRAFFIC}"]
+        """)
+    result = run_cli("monitor", path, "--once")
+    assert result.code == 2, result
+    assert "field `scenario`" in result.err and "has no `traces:` block" in result.err
+
+
+def test_evaluators_override_the_scenarios_and_are_checked_as_a_scenarios(tmp_path):
+    path = monitor_file(tmp_path, extra="evaluators: {generator: [answer_presnt]}")
+    with pytest.raises(ScenarioError, match=r"monitor.yaml, line \d+, field `evaluators"):
+        load_monitor(path)
+    path = monitor_file(tmp_path, sources=[FAULTY], rate=1.0,
+                        extra="evaluators: {generator: [answer_present]}")
+    run = MonitorRun(load_monitor(path))
+    try:
+        run.run_pass()
+    finally:
+        run.close()
+    with store.connect(tmp_path / "store.duckdb", read_only=True) as con:
+        names = con.execute("SELECT DISTINCT component, metric FROM metrics").fetchall()
+    assert sorted(names) == [("generator", "answer_present"), ("generator", "answer_words")]
+
+
+def test_redaction_drops_user_ids_and_texts(tmp_path):
+    path = monitor_file(tmp_path, sources=[FAULTY], rate=1.0,
+                        extra="redact: {user_ids: drop, texts: drop}")
+    run = MonitorRun(load_monitor(path))
+    try:
+        run.run_pass()
+    finally:
+        run.close()
+    with store.connect(tmp_path / "store.duckdb", read_only=True) as con:
+        rows = con.execute("SELECT question, answer, user_id, trace FROM traces").fetchall()
+        users = con.execute("SELECT count(user_id) FROM feedback").fetchone()[0]
+    assert len(rows) == 15
+    assert all(q is None and a is None and u is None for q, a, u, _ in rows)
+    assert not any("three-year guarantee" in t for *_, t in rows)  # the faulty answers
+    assert all('"sql"' in t or '"ids"' in t for *_, t in rows)  # what is not text stays
+    assert users == 0
+
+
+def test_an_always_rule_needs_a_key(tmp_path):
+    path = write(tmp_path / "m.yaml", f"""
+        scenario: "{SCENARIO}"
+        sources: ["{TRAFFIC}"]
+        sampling: {{always: [{{}}]}}
+        """)
+    result = run_cli("monitor", path)
+    assert result.code == 2 and "field `sampling.always[0]`" in result.err, result
+
+
+# --- --once over the shop's recorded traffic ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shop_store(tmp_path_factory) -> tuple[Path, list]:
+    folder = tmp_path_factory.mktemp("monitor")
+    path = monitor_file(folder)
+    first = run_cli("monitor", path, "--once")
+    assert first.code == 0, first
+    before = counts(folder / "store.duckdb")
+    second = run_cli("monitor", path, "--once", "--out", folder / "report")
+    assert second.code == 0, second
+    return folder / "store.duckdb", [first, second, before]
+
+
+def test_once_stores_every_trace_once_and_a_second_once_adds_nothing(shop_store):
+    path, (first, second, before) = shop_store
+    assert before["traces"] == 60  # 45 questions, then 15 with the generator fault
+    assert counts(path) == before
+    assert "0 traces stored" in second.err and "60 already stored" in second.err
+    if "report written" in second.err:  # monitor report is installed: --out writes it
+        assert (path.parent / "report" / "report.json").is_file()
+    with store.connect(path, read_only=True) as con:
+        status = dict(con.execute("SELECT status, count(*) FROM traces GROUP BY 1").fetchall())
+        names = {m for (m,) in con.execute("SELECT DISTINCT metric FROM metrics").fetchall()}
+        joined = con.execute("SELECT count(*) FROM feedback WHERE trace_id IS NOT NULL"
+                             ).fetchone()[0]
+        users = con.execute("SELECT count(*) FROM traces WHERE user_id LIKE 'u-%'").fetchone()[0]
+    assert status["evaluated"] + status["not sampled"] == 60
+    # reference-free metrics only: the gold ones the scenario configures are left out
+    assert {"faithfulness", "answer_relevancy", "abstention", "route_confidence", "sql_parses",
+            "context_precision@5"} <= names
+    assert not names & {"route_accuracy", "exact_match", "correctness_f1", "brier"}
+    assert joined == 18  # every feedback line found its trace
+    assert users == 60   # user ids hashed (redact: {user_ids: hash} by default)
+
+
+def test_every_thumbs_down_is_evaluated(shop_store):
+    path, _ = shop_store
+    with store.connect(path, read_only=True) as con:
+        left_out = con.execute(
+            "SELECT count(*) FROM traces t JOIN feedback f USING (trace_id) "
+            "WHERE f.thumbs = -1 AND NOT t.sampled").fetchone()[0]
+        always = con.execute("SELECT count(*) FROM traces WHERE sample_reason = "
+                             "'always: feedback=down'").fetchone()[0]
+    assert left_out == 0 and always > 0
+
+
+def test_the_generator_fault_is_the_top_root_cause(shop_store):
+    path, _ = shop_store
+    with store.connect(path, read_only=True) as con:
+        faulty = con.execute(
+            "SELECT root_cause, count(*) FROM traces WHERE sampled AND source LIKE ? "
+            "GROUP BY 1", [f"%{FAULTY.name}"]).fetchall()
+        top = con.execute("SELECT root_cause, count(*) n FROM traces WHERE root_cause IS NOT "
+                          "NULL GROUP BY 1 ORDER BY n DESC").fetchall()
+    assert dict(faulty) == {"generator": 10}  # every evaluated faulty trace
+    assert top[0][0] == "generator"
+
+
+# --- sampling ---------------------------------------------------------------------------------
+
+
+def incoming(trace_id: str, route: str, *, error: str | None = None) -> Incoming:
+    trace = Trace(case_id=trace_id, router=RouterStep(routes=[route]), error=error)
+    return Incoming(trace_id=trace_id, spans=[], source="x",
+                    mapped=Mapped(trace=trace, trace_id=trace_id))
+
+
+def decisions(sampling: Sampling, traffic: list[Incoming], thumbs=None) -> list[bool]:
+    sampler = Sampler(sampling)
+    return [sampler.decide(i, (thumbs or {}).get(i.trace_id))[0] for i in traffic]
+
+
+def test_sampling_is_deterministic_by_seed_and_trace_id():
+    traffic = [incoming(f"t{i:04d}", "blog") for i in range(1000)]
+    once = decisions(Sampling(rate=0.2), traffic)
+    assert once == decisions(Sampling(rate=0.2), traffic)
+    assert once != decisions(Sampling(rate=0.2, seed=1), traffic)
+    assert 150 < sum(once) < 250
+    assert once == [rank(0, i.trace_id) < 0.2 for i in traffic]  # a hash of seed and id
+
+
+def test_sampling_by_route_gives_a_rare_route_its_share():
+    traffic = [incoming(f"t{i:04d}", "sql" if i % 100 == 0 else "blog") for i in range(1000)]
+    taken = decisions(Sampling(rate=0.2, by="route"), traffic)
+    sql = [t for i, t in zip(traffic, taken, strict=True) if i.route == "sql"]
+    assert sum(sql) >= 2  # ceil(0.2 * 10): its share, whatever the hash says
+    blog = [t for i, t in zip(traffic, taken, strict=True) if i.route == "blog"]
+    assert abs(sum(blog) / len(blog) - 0.2) < 0.02
+
+
+def test_always_rules_are_honoured_whatever_the_rate():
+    traffic = [incoming("down", "blog"), incoming("fails", "blog", error="boom"),
+               incoming("sql", "sql"), incoming("plain", "blog")]
+    sampling = Sampling(rate=0.0, always=[Rule(feedback="down"), Rule(error=True),
+                                          Rule(route="sql")])
+    assert decisions(sampling, traffic, {"down": -1}) == [True, True, True, False]
+
+
+# --- evaluation: the taken path ---------------------------------------------------------------
+
+
+def test_root_cause_is_the_first_failing_component_on_the_taken_path(tmp_path):
+    monitor = load_monitor(monitor_file(tmp_path))
+    run = MonitorRun(monitor)
+    try:
+        sql_failed = Trace(case_id="a", router=RouterStep(routes=["sql"]),
+                           text2sql=Text2SQLStep(sql="SELECT nope FROM", error="OperationalError: "
+                                                 "no such column: nope"),
+                           generator=GeneratorStep(answer="Sorry, I could not look that up."))
+        good = Trace(case_id="b", router=RouterStep(routes=["sql"]),
+                     text2sql=Text2SQLStep(sql="SELECT name FROM products", columns=["name"],
+                                           rows=[["Navy Coat"]]),
+                     generator=GeneratorStep(answer="We have the Navy Coat.",
+                                             contexts=["name: Navy Coat"]))
+        a, b = run.evaluation.evaluate([("a", sql_failed, "Which coats?"),
+                                        ("b", good, "Which coats do you have?")])
+    finally:
+        run.close()
+    assert a.path == ["router", "text2sql", "generator"]  # the retriever was not routed to
+    assert a.root_cause == "text2sql" and a.passed is False
+    assert "no such column" in a.verdicts["text2sql"].reason
+    assert b.path == ["router", "text2sql", "generator"]
+    assert "retriever" not in b.verdicts and b.verdicts["text2sql"].passed is True
+
+
+# --- exactly once -------------------------------------------------------------------------------
+
+
+def test_a_batch_is_stored_whole_or_not_at_all(tmp_path):
+    monitor = load_monitor(monitor_file(tmp_path, sources=[FAULTY], rate=1.0, batch_size=5))
+    run = MonitorRun(monitor)
+    calls = []
+
+    def crash_in_second_batch(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # as a kill between the inserts and the commit
+        return original(*args, **kwargs)
+
+    original = store.write_batch
+    store.write_batch = crash_in_second_batch
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run.run_pass()
+    finally:
+        store.write_batch = original
+    assert counts(monitor.store_path)["traces"] == 5
+    again = run.run_pass()
+    run.close()
+    assert again.known == 5 and again.stored == 10
+    assert counts(monitor.store_path)["traces"] == 15
+
+
+def test_a_trace_whose_root_span_has_not_arrived_waits_for_the_next_pass(tmp_path):
+    first, second = FAULTY.read_text(encoding="utf-8").splitlines(keepends=True)
+    folder = tmp_path / "received"
+    write(folder / "spans-1.jsonl", first)  # 64 spans: 14 traces whole, the 15th's root later
+    (folder / "spans-2.jsonl.part").write_text(second, encoding="utf-8")  # being written
+    monitor = load_monitor(monitor_file(tmp_path, sources=[folder], rate=1.0))
+    run = MonitorRun(monitor)
+    try:
+        before = run.run_pass()
+        (folder / "spans-2.jsonl.part").rename(folder / "spans-2.jsonl")
+        after = run.run_pass()
+    finally:
+        run.close()
+    assert (before.stored, before.pending) == (14, 1)
+    assert (after.stored, after.known, after.pending) == (1, 14, 0)
+
+
+SLOW_PLUGIN = '''
+"""A generator evaluator that takes its time, so a monitor can be killed mid-batch."""
+import time
+from evalharness import Evaluator, Metric, MetricValue, hookimpl
+
+
+def slow(batch):
+    time.sleep(0.6)
+    return [{"slow_words": MetricValue.of(len((step.answer or "").split()))}
+            for _, step in batch]
+
+
+@hookimpl
+def register_evaluators(register):
+    register(Evaluator(name="slow", component="generator", evaluate=slow, metrics=[
+        Metric("slow_words", range=(0, None), reference_free=True)]))
+'''
+
+
+@pytest.mark.slow
+def test_sigkill_mid_batch_then_restart_loses_and_duplicates_nothing(tmp_path):
+    write(tmp_path / "slow.py", SLOW_PLUGIN)
+    scenario = write(tmp_path / "scenario.yaml", f"""
+        name: slow-shop-traffic
+        cases: "{SHOP / 'cases.jsonl'}"
+        traces: {{path: "{FAULTY}", mapping: "{SHOP / 'traces-openinference.yaml'}",
+                  join: question}}
+        plugins: [slow.py]
+        pipeline:
+          router: {{routes: {{sql: [text2sql], blog: [retriever]}}}}
+          text2sql: {{after: [router]}}
+          retriever: {{after: [router]}}
+          generator: {{after: [text2sql, retriever]}}
+        evaluators:
+          router: [routing]
+          text2sql: [sql_health]
+          generator: [answer_present, slow]
+        """)
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    for folder in (killed, whole):
+        monitor_file(folder, scenario=scenario, sources=[FAULTY], rate=1.0, batch_size=5)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("EVALHARNESS_LOAD_PLUGINS", None)
+    proc = subprocess.Popen([sys.executable, "-m", "evalharness.cli", "monitor",
+                             str(killed / "monitor.yaml"), "--once"],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            env=env)
+    try:
+        deadline = time.monotonic() + 60
+        for line in proc.stderr:
+            if line.startswith("batch 1 stored") or time.monotonic() > deadline:
+                break
+        time.sleep(0.3)  # inside the second batch's evaluation
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert counts(killed / "store.duckdb")["traces"] == 5  # the first batch, whole
+    resumed = run_cli("monitor", killed / "monitor.yaml", "--once", separate=True)
+    assert resumed.code == 0, resumed
+    assert "5 already stored" in resumed.err
+    assert run_cli("monitor", whole / "monitor.yaml", "--once", separate=True).code == 0
+    assert counts(killed / "store.duckdb") == counts(whole / "store.duckdb") == {
+        "traces": 15, "metrics": counts(whole / "store.duckdb")["metrics"],
+        "verdicts": counts(whole / "store.duckdb")["verdicts"]}
+    query = ("SELECT trace_id, component, metric, value FROM metrics "
+             "ORDER BY trace_id, component, metric")
+    with store.connect(killed / "store.duckdb", read_only=True) as a, \
+            store.connect(whole / "store.duckdb", read_only=True) as b:
+        rows_a, rows_b = a.execute(query).fetchall(), b.execute(query).fetchall()
+    assert [r[:3] for r in rows_a] == [r[:3] for r in rows_b]
+    assert [r[3] for r in rows_a if r[2] != "latency_ms"] == \
+        [r[3] for r in rows_b if r[2] != "latency_ms"]
