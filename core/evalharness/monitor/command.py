@@ -1,8 +1,8 @@
 """``evalharness monitor``: evaluate live traffic per component into a store (docs/monitor.md).
 
 ``evalharness monitor MONITOR.yaml`` runs the monitor (the ``run`` subcommand, taken when the
-first argument is no subcommand's name); ``monitor report`` and ``monitor feedback`` live in
-their own modules and are added when they are installed.
+first argument is no subcommand's name); ``monitor report``, ``monitor feedback`` and
+``monitor export`` live in their own modules and are added when they are installed.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from evalharness.errors import EvalHarnessError
 SUBCOMMANDS = {
     "report": "evalharness.monitor.report:report_command",
     "feedback": "evalharness.monitor.feedback:feedback_group",
+    "export": "evalharness.monitor.export:export_command",
 }
 """Subcommands in modules of their own, imported when asked for; left out while their module
 does not exist."""

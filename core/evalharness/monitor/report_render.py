@@ -338,7 +338,9 @@ def render_markdown(view: dict[str, Any]) -> str:
     d = view["drilldown"]
     lines += ["## Failed and thumbs-down traces", "",
               f"{d['shown']} of {d['total']} (newest first; report.html has each one's "
-              "metrics, verdicts and feedback).", ""]
+              "metrics, verdicts and feedback). To label them in the review page: "
+              f"`evalharness monitor export {view.get('monitor') or 'MONITOR.yaml'} --only "
+              "thumbs-down --out DIR`, then `evalharness review serve DIR`.", ""]
     lines += _table(["trace", "time", "route", "why", "root cause", "question"],
                     [[x["trace_id"], x["time"], x["route"], ", ".join(x["why"]),
                       x["root_cause"], (x["question"] or "")[:120]] for x in d["traces"]])
