@@ -48,13 +48,12 @@ from evalharness.monitor.store import connect, hash_user_id, user_salt
 from evalharness.review.server import (
     REQUEST_TIMEOUT,
     Handler,
-    Hosts,
     Server,
-    Server6,
     bind_problem,
     new_token,
     url_host,
 )
+from evalharness.review.server import make_server as review_server
 
 FIELDS = ("trace_id", "key", "thumbs", "score", "labels", "comment", "user_id", "at",
           "feedback_id")
@@ -634,12 +633,8 @@ def make_server(store: Path, *, host: str = "127.0.0.1", port: int = 0,
     with connect(Path(store)) as con:
         user_salt(con)
     app = Endpoint(Path(store), token or new_token(), key, redact_user_ids, max_body)
-    bind = host.strip("[]")
-    server = (Server6 if ":" in bind else Server)((bind, port), FeedbackHandler)
-    server.request_timeout = request_timeout
-    app.hosts = Hosts.for_bind(bind, server.server_address[1])
-    server.app = app  # type: ignore[attr-defined]
-    return server
+    return review_server(app, host, port, request_timeout=request_timeout,
+                         handler=FeedbackHandler)
 
 
 def url_of(server: Server) -> str:

@@ -471,12 +471,15 @@ class Server6(Server):
 
 
 def make_server(app: App, host: str = "127.0.0.1", port: int = 0, *,
-                request_timeout: float = REQUEST_TIMEOUT) -> ThreadingHTTPServer:
+                request_timeout: float = REQUEST_TIMEOUT,
+                handler: type[Handler] | None = None) -> ThreadingHTTPServer:
     """A server for ``app`` bound to ``host:port`` (0: a free port; an IPv6 address with or
     without brackets); ``app.hosts`` is set to the :class:`Hosts` check of that address.
-    A connection silent for ``request_timeout`` seconds is closed."""
+    A connection silent for ``request_timeout`` seconds is closed. ``handler``: a
+    :class:`Handler` subclass serving another app on the same guards (the monitor's feedback
+    endpoint)."""
     bind = host.strip("[]")
-    server = (Server6 if ":" in bind else Server)((bind, port), Handler)
+    server = (Server6 if ":" in bind else Server)((bind, port), handler or Handler)
     server.request_timeout = request_timeout
     app.hosts = Hosts.for_bind(bind, server.server_address[1])
     server.app = app  # type: ignore[attr-defined]
