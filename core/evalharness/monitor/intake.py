@@ -11,7 +11,6 @@ a trace whose root span has not arrived yet is left for the next pass (counted a
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,14 +22,12 @@ from typing import Any
 from evalharness.errors import InputError
 from evalharness.models import BUILTIN_STEPS, Trace
 from evalharness.monitor.config import Monitor, Rule, Sampling
-from evalharness.spans.group import GroupStats, group_traces
+from evalharness.spans.group import GroupStats
+from evalharness.spans.importer import TraceMapper, read_groups
 from evalharness.spans.mapped import Mapped
-from evalharness.spans.mapper import map_trace
-from evalharness.spans.mapping import Mapping as ResolvedMapping
-from evalharness.spans.mapping import MappingError, check_mapping, resolve_mapping
+from evalharness.spans.mapping import MappingError
 from evalharness.spans.model import Span
 from evalharness.spans.paths import trace_files
-from evalharness.spans.readers import detect, reader
 
 USER_ATTRIBUTES = ("user.id", "enduser.id", "session.user_id", "langfuse.user.id")
 """Trace attributes a user id is read from (OpenInference, OpenTelemetry, Langfuse), the first
@@ -143,12 +140,9 @@ def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] 
     summary.files = files
     growing = {p.resolve() for source in monitor.sources if monitor.growing(source)
                for p in files_of(monitor, source)}
-    fmt = monitor.traces.format
-    readers = [reader(fmt) if fmt else detect(p) for p in files]
-    spans = itertools.chain.from_iterable(r.read(p) for r, p in zip(readers, files, strict=True))
-    pipeline = monitor.scenario.pipeline
-    resolved: ResolvedMapping | None = None
-    for group in group_traces(spans, stats=summary.stats):
+    _, groups = read_groups(files, fmt=monitor.traces.format, stats=summary.stats)
+    mapper = TraceMapper(monitor.mapping, monitor.scenario.pipeline, step_models)
+    for group in groups:
         summary.seen += 1
         trace_id = group[0].trace_id
         if trace_id in known:
@@ -168,14 +162,8 @@ def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] 
                             start=_time(min(starts) if starts else None),
                             end=_time(max(ends) if ends else None),
                             attributes=attributes, user_id=user)
-        try:
-            if resolved is None:  # once, from the first trace (as a scenario does)
-                resolved = resolve_mapping(monitor.mapping, spans=group)
-                fields = {k: list(m.model_fields) for k, m in (step_models or {}).items()}
-                found = check_mapping(resolved, pipeline, fields)
-                if found:
-                    raise MappingError("; ".join(f"{w}: {m}" for w, m in found))
-            incoming.mapped = map_trace(group, resolved, pipeline, step_models=step_models)
+        try:  # the mapping is resolved from the first trace, as a scenario's is
+            incoming.mapped = mapper(group)
             if incoming.mapped.error:
                 incoming.error = incoming.mapped.error
         except MappingError:

@@ -37,7 +37,7 @@ from evalharness.spans.mapping import (
     check_mapping,
     resolve_mapping,
 )
-from evalharness.spans.model import Reader
+from evalharness.spans.model import Reader, Span
 from evalharness.spans.paths import trace_files
 from evalharness.spans.readers import detect, reader
 
@@ -85,11 +85,9 @@ def _paths(path: Path | Sequence[Path]) -> list[Path]:
     return [Path(p) for p in path]
 
 
-def read_mapped(path: Path | Sequence[Path], *, fmt: str | None,
-                mapping: MappingSpec | Mapping | None, pipeline: Pipeline,
-                step_models: MappingABC[str, type[BaseModel]] | None = None,
-                stats: GroupStats | None = None) -> tuple[str, Iterator[Mapped]]:
-    """The format, and every trace of ``path`` mapped onto ``pipeline`` (one at a time).
+def read_groups(path: Path | Sequence[Path], *, fmt: str | None,
+                stats: GroupStats | None = None) -> tuple[str, Iterator[list[Span]]]:
+    """The format, and the spans of every trace of ``path``, grouped (one trace at a time).
 
     ``path`` is a file, a folder or a glob (every complete file, in name order), or a list of
     files; each file's format is recognised from its content unless ``fmt`` names it (an
@@ -104,22 +102,41 @@ def read_mapped(path: Path | Sequence[Path], *, fmt: str | None,
     else:
         readers = [detect(p) for p in paths]
     spans = itertools.chain.from_iterable(r.read(p) for r, p in zip(readers, paths, strict=True))
-    groups = group_traces(spans, stats=stats)
+    return ", ".join(dict.fromkeys(r.name for r in readers)), group_traces(spans, stats=stats)
 
-    def mapped() -> Iterator[Mapped]:
-        resolved = mapping if isinstance(mapping, Mapping) else None
-        for spans in groups:
-            if resolved is None:  # once, from the first trace's instrumentation
-                resolved = resolve_mapping(mapping, spans=spans)
-                fields = {kind: list(model.model_fields)
-                          for kind, model in (step_models or {}).items()}
-                found = check_mapping(resolved, pipeline, fields)
-                if found:
-                    raise MappingError("; ".join(f"{where}: {message}"
-                                                 for where, message in found))
-            yield map_trace(spans, resolved, pipeline, step_models=step_models)
 
-    return ", ".join(dict.fromkeys(r.name for r in readers)), mapped()
+class TraceMapper:
+    """Maps one trace's spans onto ``pipeline``; the mapping is resolved once, from the first
+    trace's instrumentation (unless given resolved), and checked against the pipeline then: a
+    mapping that does not fit is a :class:`MappingError` before any trace is mapped."""
+
+    def __init__(self, mapping: MappingSpec | Mapping | None, pipeline: Pipeline,
+                 step_models: MappingABC[str, type[BaseModel]] | None = None) -> None:
+        self.spec = mapping
+        self.resolved = mapping if isinstance(mapping, Mapping) else None
+        self.pipeline = pipeline
+        self.step_models = step_models
+
+    def __call__(self, spans: list[Span]) -> Mapped:
+        if self.resolved is None:
+            self.resolved = resolve_mapping(self.spec, spans=spans)
+            fields = {kind: list(model.model_fields)
+                      for kind, model in (self.step_models or {}).items()}
+            found = check_mapping(self.resolved, self.pipeline, fields)
+            if found:
+                raise MappingError("; ".join(f"{where}: {message}" for where, message in found))
+        return map_trace(spans, self.resolved, self.pipeline, step_models=self.step_models)
+
+
+def read_mapped(path: Path | Sequence[Path], *, fmt: str | None,
+                mapping: MappingSpec | Mapping | None, pipeline: Pipeline,
+                step_models: MappingABC[str, type[BaseModel]] | None = None,
+                stats: GroupStats | None = None) -> tuple[str, Iterator[Mapped]]:
+    """The format, and every trace of ``path`` mapped onto ``pipeline`` (one at a time): the
+    groups of :func:`read_groups` through a :class:`TraceMapper`."""
+    name, groups = read_groups(path, fmt=fmt, stats=stats)
+    mapper = TraceMapper(mapping, pipeline, step_models)
+    return name, (mapper(spans) for spans in groups)
 
 
 class CaseJoin:
