@@ -41,7 +41,9 @@ def llama() -> Iterator[LlamaServer]:
         if os.environ.get("CI"):
             pytest.fail(f"the real llama.cpp server is not installed in CI: {why}")
         pytest.skip(f"no real llama.cpp server here: {why}")
-    with LlamaServer(embeddings=True, max_tokens=192) as server:
+    # one thread: llama.cpp's threads spin at their barriers, and two of them on a 2-CPU
+    # machine where the suite's other worker runs too made every request crawl (minutes)
+    with LlamaServer(embeddings=True, max_tokens=192, threads=1) as server:
         yield server
 
 

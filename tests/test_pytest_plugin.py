@@ -37,6 +37,14 @@ load_plugins()
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def one_process(pytester, monkeypatch):
+    """The sessions these tests start find this repository's pyproject.toml (the scenario
+    lives here), whose addopts run the suite in two workers: they run in one process
+    (set after pytester's own set-up, which clears PYTEST_ADDOPTS)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-n 0")
+
+
 def _statuses(recorder) -> dict[str, str]:
     """nodeid tail (``CASE::COMPONENT`` or ``gates::GATE``) -> passed/failed/skipped."""
     out = {}
