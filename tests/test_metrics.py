@@ -187,3 +187,16 @@ def test_generation_cost_reports_missing_figures_as_errors():
     assert rows[0]["total_tokens"].details == {"prompt": 30, "completion": 4}
     assert rows[1]["latency_ms"].error == "the generator step reports no latency_ms"
     assert rows[1]["total_tokens"].error == "the generator step reports no token usage"
+    assert "cost" not in rows[0]  # no prices: no cost
+
+
+def test_generation_cost_prices_the_tokens_when_given_prices():
+    batch = [(case(), GeneratorStep(answer="a", usage={"prompt_tokens": 2000,
+                                                       "completion_tokens": 500})),
+             (case(), GeneratorStep(answer="b"))]
+    rows = evaluate_generator("generation_cost", batch,
+                              {"prices": {"input": 0.15, "output": 0.6}}, EvalContext())
+    # 2000 × 0.15 / 1e6 + 500 × 0.6 / 1e6, by hand
+    assert rows[0]["cost"].value == pytest.approx(0.0006)
+    assert rows[0]["cost"].details == {"prices": {"input": 0.15, "output": 0.6}}
+    assert rows[1]["cost"].error == "the generator step reports no token usage to price"

@@ -36,7 +36,10 @@ FAULTY = TRAFFIC / "spans-0002.jsonl"  # 15 questions with the generator fault
 
 
 def monitor_file(folder: Path, *, scenario: Path = SCENARIO, sources: list[Path] | None = None,
-                 extra: str = "", rate: float = 0.5, batch_size: int = 50) -> Path:
+                 extra: str = "", rate: float = 0.5, batch_size: int = 50,
+                 retention: float | None = None) -> Path:
+    """MONITOR.yaml over the recorded shop traffic; ``retention`` in days (default none: the
+    recorded traffic is from 2026-12-03 to 05, and would age out of any fixed retention)."""
     sources = sources or [TRAFFIC]
     listed = ", ".join(f'"{s}"' for s in sources)
     return write(folder / "monitor.yaml", f"""
@@ -46,7 +49,7 @@ def monitor_file(folder: Path, *, scenario: Path = SCENARIO, sources: list[Path]
           rate: {rate}
           by: route
           always: [{{feedback: down}}, {{error: true}}]
-        store: {{path: store.duckdb}}
+        store: {{path: store.duckdb, retention_days: {"null" if retention is None else retention}}}
         feedback: {{path: "{FEEDBACK}"}}
         batch_size: {batch_size}
         {extra}
@@ -73,6 +76,20 @@ def test_unknown_key_is_exit_2_naming_file_line_field_and_valid_keys(tmp_path):
     assert result.code == 2, result
     assert f"{path}, line 4, field `sampling.rat`: unknown field" in result.err
     assert "valid keys of `sampling`: rate, by, always, seed" in result.err
+
+
+def test_feedback_wait_must_be_a_span_of_time(tmp_path):
+    from evalharness.monitor.config import read_monitor_file
+
+    path = write(tmp_path / "m.yaml", """
+        scenario: s.yaml
+        sources: [t/]
+        feedback:
+          wait: soon
+        """)
+    with pytest.raises(ScenarioError, match=r"line 4, field `feedback.wait`: 'soon' is no span "
+                                            r"of time: give one like 90m, 24h, 7d, 2w"):
+        read_monitor_file(path)
 
 
 def test_a_scenario_without_a_trace_mapping_is_exit_2(tmp_path):
@@ -376,3 +393,74 @@ def test_sigkill_mid_batch_then_restart_loses_and_duplicates_nothing(tmp_path):
     assert [r[:3] for r in rows_a] == [r[:3] for r in rows_b]
     assert [r[3] for r in rows_a if r[2] != "latency_ms"] == \
         [r[3] for r in rows_b if r[2] != "latency_ms"]
+
+
+def test_retention_deletes_old_traces_and_intake_skips_them_for_good(tmp_path):
+    """Traces older than `store.retention_days` are deleted with their rows at the start of a
+    pass, and the sources' traces that old are not read again (stored, they would be deleted
+    at the next pass and evaluated again at the one after, for ever)."""
+    from datetime import UTC, datetime, timedelta
+
+    cut = datetime(2026, 12, 4, 12, 0)  # the recorded traffic runs from 12-03 to 12-05
+    days = (datetime.now(UTC).replace(tzinfo=None) - cut) / timedelta(days=1)
+    fast = "evaluators: {generator: [answer_present]}"
+    run = MonitorRun(load_monitor(monitor_file(tmp_path, rate=1.0, extra=fast)))
+    try:
+        assert run.run_pass().stored == 60
+    finally:
+        run.close()
+    with store.connect(tmp_path / "store.duckdb", read_only=True) as con:
+        old = con.execute("SELECT count(*) FROM traces WHERE start_time < ?", [cut]).fetchone()[0]
+        old_feedback = con.execute("SELECT count(*) FROM feedback f JOIN traces t USING "
+                                   "(trace_id) WHERE t.start_time < ?", [cut]).fetchone()[0]
+    assert 10 < old < 50 and old_feedback > 0
+    run = MonitorRun(load_monitor(monitor_file(tmp_path, rate=1.0, extra=fast, retention=days)))
+    try:
+        first = run.run_pass()
+        assert (first.expired, first.stored, first.too_old) == (old, 0, old)
+        second = run.run_pass()
+        assert (second.expired, second.stored, second.too_old) == (0, 0, old)
+    finally:
+        run.close()
+    with store.connect(tmp_path / "store.duckdb", read_only=True) as con:
+        assert con.execute("SELECT count(*), min(start_time) >= ? FROM traces", [cut]
+                           ).fetchone() == (60 - old, True)
+        for table in ("metrics", "verdicts", "feedback"):
+            assert con.execute(f"SELECT count(*) FROM {table} WHERE trace_id IS NULL OR "
+                               "trace_id NOT IN (SELECT trace_id FROM traces)"
+                               ).fetchone()[0] == 0
+    assert second.feedback.too_old == old_feedback and second.feedback.stored == 0
+
+
+def test_without_once_it_keeps_going_until_sigterm_and_picks_up_new_files(tmp_path):
+    """The long-running path: a pass, a wait of --interval, another pass that takes up a file
+    added meanwhile; SIGTERM stops it after the current pass, exit 0, nothing lost."""
+    import shutil
+
+    folder = tmp_path / "received"
+    folder.mkdir()
+    shutil.copy(TRAFFIC / "spans-0001.jsonl", folder / "spans-0001.jsonl")
+    path = monitor_file(tmp_path, sources=[folder], rate=1.0,
+                        extra="evaluators: {generator: [answer_present]}")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "evalharness.cli", "monitor", str(path),
+                             "--interval", "0.3"], stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True, env=env)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("pass done: 45 traces stored"):
+                shutil.copy(FAULTY, folder / "spans-0002.jsonl")  # the receiver's next file
+            if line.startswith("pass done: 15 traces stored") or time.monotonic() > deadline:
+                break
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = "".join(lines) + (rest or "")
+    assert proc.returncode == 0, text
+    assert "pass done: 15 traces stored" in text and "45 already stored" in text, text
+    assert counts(tmp_path / "store.duckdb")["traces"] == 60

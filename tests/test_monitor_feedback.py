@@ -330,3 +330,92 @@ def test_serve_warns_beyond_loopback_and_stops(store: Path, capsys) -> None:
     assert counts == {}
     assert "listens beyond this machine" in capsys.readouterr().err
     assert servers[0].app.token  # generated
+
+
+# -- feedback for unknown traces --------------------------------------------------------------
+
+
+def test_a_file_line_for_an_unknown_trace_is_an_error_naming_it(tmp_path: Path) -> None:
+    """`feedback add` of a line whose trace the store does not hold although it holds traffic
+    that started more than `feedback.wait` after the feedback: exit 2 naming the file, line
+    and key, nothing stored; --keep-unknown stores it (counted as unknown); feedback newer
+    than that waits for its trace, and a trace that arrives later resolves it."""
+    (tmp_path / "data").mkdir()
+    monitor = tmp_path / "monitor.yaml"
+    monitor.write_text("scenario: shop.yaml\nsources: [received/]\n"
+                       "store: {path: data/m.duckdb}\nfeedback: {wait: 2h}\n")
+    with connect(tmp_path / "data" / "m.duckdb") as con:
+        add_trace(con, "t1", start=T0)
+        add_trace(con, "t2", start=T0 + dt.timedelta(hours=5))
+    path = write_lines(tmp_path / "fb.jsonl", [
+        {"trace_id": "t1", "thumbs": "up", "at": "2026-12-06T09:01:00Z"},
+        {"trace_id": "typo", "thumbs": "down", "at": "2026-12-06T09:02:00Z"},
+        {"trace_id": "later", "thumbs": "down", "at": "2026-12-06T13:30:00Z"}])
+    group = Commands()
+    group.add_command(F.feedback_group)
+    runner = CliRunner()
+    refused = runner.invoke(group, ["feedback", "add", str(monitor), str(path)])
+    assert refused.exit_code == 2, refused.output
+    out = " ".join(refused.output.split())
+    assert f"{path} line 2, field `trace_id`: no stored trace has this id ('typo')" in out
+    assert "more than 2 h older than the newest stored trace (2026-12-06T14:00Z)" in out
+    assert "line 3" not in out and "--keep-unknown" in out
+    with connect(tmp_path / "data" / "m.duckdb") as con:
+        assert con.execute("SELECT count(*) FROM feedback").fetchone()[0] == 0
+    kept = runner.invoke(group, ["feedback", "add", str(monitor), str(path), "--keep-unknown"])
+    assert kept.exit_code == 0, kept.output
+    assert "3 stored" in kept.output and "1 in the store wait for their trace, 1 are for " \
+        "unknown traces" in kept.output
+    with connect(tmp_path / "data" / "m.duckdb") as con:
+        add_trace(con, "later", start=T0 + dt.timedelta(hours=4, minutes=29))
+        assert F.resolve(con) == 1
+        s = F.summary(con, dt.timedelta(hours=2))
+        assert (s["resolved"], s["unresolved"], s["unknown"]) == (2, 1, 1)
+        # with a longer wait the typo's record would still wait
+        assert F.summary(con, dt.timedelta(hours=6))["unknown"] == 0
+
+
+def test_an_empty_store_makes_no_trace_unknown(store: Path, tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "fb.jsonl", [{"trace_id": "x", "thumbs": "up",
+                                                 "at": "2020-01-01T00:00:00Z"}])
+    with connect(store) as con:
+        stats = F.ingest_file(con, path, refuse_unknown=True)
+    assert (stats.stored, stats.unresolved, stats.unknown) == (1, 1, 0)
+
+
+def test_the_endpoint_rejects_and_counts_feedback_for_unknown_traces(endpoint, store) -> None:
+    with connect(store) as con:
+        add_trace(con, "t1", start=T0)
+        add_trace(con, "t2", start=T0 + dt.timedelta(hours=26))
+    status, answer = request(endpoint, "POST", "/feedback", [
+        {"trace_id": "t1", "thumbs": "up", "at": "2026-12-06T09:05:00Z"},
+        {"trace_id": "gone", "thumbs": "down", "at": "2026-12-06T09:05:00Z"}])
+    assert status == 400, answer
+    assert answer["rejected"] == 1 and answer["errors"][0]["index"] == 1
+    assert answer["errors"][0]["field"] == "trace_id"
+    assert "its trace is not coming" in answer["errors"][0]["error"]
+    # a record without `at` is dated on receipt: it waits for its trace
+    status, answer = request(endpoint, "POST", "/feedback", {"trace_id": "soon", "thumbs": "up"})
+    assert status == 200 and answer["unresolved"] == 1 and answer["unknown"] == 0
+    stats = request(endpoint, "GET", "/feedback/stats")[1]
+    assert stats["server"]["rejected"] == 1 and stats["store"]["rejected"] == 1
+    assert stats["store"]["records"] == 1
+
+
+def test_retention_deletes_unresolved_feedback_given_before_it(store: Path) -> None:
+    from evalharness.monitor.store import apply_retention
+
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    with connect(store) as con:
+        add_trace(con, "old", start=now - dt.timedelta(days=40))
+        add_trace(con, "new", start=now - dt.timedelta(days=1))
+        F.ingest_records(con, [
+            {"trace_id": "old", "thumbs": "down"}, {"trace_id": "new", "thumbs": "up"},
+            {"trace_id": "never", "thumbs": "up",
+             "at": (now - dt.timedelta(days=31)).isoformat()},
+            {"trace_id": "waiting", "thumbs": "up",
+             "at": (now - dt.timedelta(days=29)).isoformat()}])
+        assert apply_retention(con, 30) == 1
+        left = con.execute("SELECT key_value FROM feedback ORDER BY 1").fetchall()
+        assert left == [("new",), ("waiting",)]
+        assert con.execute("SELECT trace_id FROM traces").fetchall() == [("new",)]

@@ -61,7 +61,8 @@ def trace_rows() -> list[dict]:
 def feedback_rows(traces: list[dict]) -> list[dict]:
     """u1 thumbs every fourth evaluated trace (down when it failed, flipped on every third),
     with an older opposite thumb first on every eighth (the latest wins); u2 scores every
-    twentieth; three records for no stored trace."""
+    twentieth; three records for no stored trace: two given on the first day (the store holds
+    traffic of two days after: their traces are unknown), one after the traffic (waiting)."""
     out = []
     at = DAY0 + timedelta(days=5)
     for r in traces:
@@ -79,9 +80,9 @@ def feedback_rows(traces: list[dict]) -> list[dict]:
         if i % 20 == 0:
             out.append({"id": f"s{i}", "trace_id": r["trace_id"], "thumbs": None, "score": 2.0,
                         "user": "u2", "at": at})
-    for k, tid in enumerate([None, None, "ghost"]):
-        out.append({"id": f"u{k}", "trace_id": tid, "thumbs": -1, "score": None, "user": "u3",
-                    "at": at})
+    for k, given in enumerate([DAY0, DAY0 + timedelta(hours=1), at]):
+        out.append({"id": f"u{k}", "trace_id": None, "thumbs": -1, "score": None, "user": "u3",
+                    "at": given})
     return out
 
 
@@ -241,7 +242,7 @@ def test_feedback_rates(written, data):
     down = sum(1 for v in latest.values() if v < 0)
     assert f["thumbs"]["down"] == down and f["thumbs"]["up"] == len(latest) - down
     assert f["thumbs"]["down_share"] == pytest.approx(down / len(latest))
-    assert f["unknown_trace"] == 3
+    assert f["unknown_trace"] == 2 and f["waiting"] == 1
     assert f["score"]["mean"] == 2.0 and f["score"]["n"] == sum(1 for x in feedback if x["score"])
     labelled = {t for t, _ in latest} | {x["trace_id"] for x in feedback if x["score"]}
     assert f["labelled_traces"] == len(labelled)
@@ -249,10 +250,25 @@ def test_feedback_rates(written, data):
     assert f["records"] == sum(1 for x in feedback if x["trace_id"] in by_id)
 
 
+def user_says(traces, feedback):
+    """Per (trace, user) of an evaluated trace: what the user says — the latest thumbs, else
+    the latest score (1-2 fail, 4-5 pass, 3 nothing) — the test's own reading of the rule."""
+    by_id, thumbs = user_labels(traces, feedback)
+    scores = {}
+    for f in sorted(feedback, key=lambda f: (f["at"], f["id"])):
+        if f["trace_id"] in by_id and f["score"] is not None:
+            scores[(f["trace_id"], f["user"])] = f["score"]
+    says = {k: v > 0 for k, v in thumbs.items()}
+    says.update({k: v > 3 for k, v in scores.items() if k not in thumbs and v != 3})
+    return by_id, {k: (1 if v else -1) for k, v in says.items()
+                   if by_id[k[0]]["status"] == "evaluated"}
+
+
 def test_agreement_matches_sklearn(written, data):
     view, _ = written
     traces, feedback = data
-    by_id, latest = user_labels(traces, feedback)
+    by_id, latest = user_says(traces, feedback)
+    assert any(u == "u2" for _t, u in latest)  # scores count where no thumbs was given
     judge = [by_id[t]["passed"] for (t, _u) in sorted(latest)]
     user = [v > 0 for (_t, _u), v in sorted(latest.items())]
     a = view["agreement"]["end_to_end"]
@@ -275,6 +291,13 @@ def test_agreement_matches_sklearn(written, data):
     if sql["kappa"]["value"] is not None:
         assert sql["kappa"]["value"] == pytest.approx(
             sklearn.cohen_kappa_score([r[0] for r in rows], [r[1] for r in rows]))
+    # per route: end to end on that route's traces
+    for route, block in view["agreement"]["routes"].items():
+        rows = [(by_id[t]["passed"], v > 0) for (t, _u), v in sorted(latest.items())
+                if by_id[t]["route"] == route]
+        assert block["n"] == len(rows) and block["confusion"]["judge_fail_user_down"] == \
+            sum(1 for j, u in rows if not j and not u)
+    assert sum(b["n"] for b in view["agreement"]["routes"].values()) == a["n"]
 
 
 def test_small_n_is_flagged():
@@ -359,15 +382,20 @@ def test_cli(store, tmp_path):
     runner = CliRunner()
     result = runner.invoke(R.report_command, [str(monitor), "--since", "2026-12-02",
                                               "--out", str(tmp_path / "o"), "--window", "day"])
-    assert result.exit_code == 0, result.output
+    # the generator fault of day 3 is a drift alarm: exit 5, the report written first
+    assert result.exit_code == 5, result.output
     assert "generator" in result.output and "wrote" in result.output
+    assert "alarm: generator faithfulness (all routes)" in " ".join(result.output.split())
     view = json.loads((tmp_path / "o" / "report.json").read_text())
     assert view["period"]["since"] == "2026-12-02T00:00:00Z"
     assert view["monitor"] == str(monitor) and view["name"] == "shop-monitor"
     assert list(view["windows"]) == ["day"]  # MONITOR.yaml's windows
     result = runner.invoke(R.report_command, [str(monitor), "--json", "--out",
                                               str(tmp_path / "j")])
-    assert result.exit_code == 0 and json.loads(result.output)["traffic"]["traces"] == 200
+    assert result.exit_code == 5 and json.loads(result.output)["traffic"]["traces"] == 200
+    calm = runner.invoke(R.report_command, [str(monitor), "--json", "--until", "2026-12-03",
+                                            "--out", str(tmp_path / "k")])
+    assert calm.exit_code == 0 and json.loads(calm.output)["drift"]["alarms"] == []
     bad = runner.invoke(R.report_command, [str(monitor), "--since", "last tuesday"])
     assert bad.exit_code == 2 and "is no time" in bad.output
     help_ = runner.invoke(R.report_command, ["--help"])
@@ -377,9 +405,10 @@ def test_cli(store, tmp_path):
 def test_store_path_relative_to_monitor_file(tmp_path):
     (tmp_path / "m.yaml").write_text("scenario: s.yaml\nsources: [t/]\nstore:\n"
                                      "  path: data/m.duckdb\n")
-    store, windows, name = R.monitor_settings(tmp_path / "m.yaml")
+    store, windows, name, wait, drift = R.monitor_settings(tmp_path / "m.yaml")
+    assert (drift.recent, drift.baseline, drift.q, drift.min_n) == ("1d", "7d", 0.05, 20)
     assert store == tmp_path / "data" / "m.duckdb" and windows == ["hour", "day"]
-    assert name == "m"
+    assert name == "m" and wait == timedelta(hours=24)
     runner = CliRunner()
     result = runner.invoke(R.report_command, [str(tmp_path / "m.yaml")])
     assert result.exit_code != 0 and "no monitor store" in str(result.exception or result.output)

@@ -131,3 +131,32 @@ def test_only_thumbs_down_and_failed_and_a_used_folder(monitored, tmp_path):
     future = run_cli("monitor", "export", monitored, "--out", tmp_path / "none",
                      "--since", "2999-01-01")
     assert future.code == 0 and future.out.startswith("0 traces")
+
+
+def test_a_score_without_thumbs_is_a_label_too(monitored, tmp_path):
+    """A user who only scored a trace: 1-2 is a `no` label, 4-5 a `yes`, 3 none (the report's
+    rule for what a user says of a trace)."""
+    import dataclasses
+    import shutil
+
+    from evalharness.monitor.feedback import ingest_records
+
+    monitor = load_monitor(monitored)
+    copy = tmp_path / "store.duckdb"
+    shutil.copy(monitor.store_path, copy)
+    monitor = dataclasses.replace(monitor, store_path=copy)
+    with store.connect(copy) as con:
+        ids = [t for (t,) in con.execute(
+            "SELECT trace_id FROM traces WHERE status = 'evaluated' AND trace_id NOT IN "
+            "(SELECT trace_id FROM feedback WHERE trace_id IS NOT NULL) ORDER BY 1 LIMIT 3"
+        ).fetchall()]
+        ingest_records(con, [{"trace_id": ids[0], "score": 1, "user_id": "scorer"},
+                             {"trace_id": ids[1], "score": 5, "user_id": "scorer"},
+                             {"trace_id": ids[2], "score": 3, "user_id": "scorer"}],
+                       redact_user_ids="keep")
+    export(monitor, tmp_path / "run", only="all")
+    scorer = {}
+    for label in L.read(tmp_path / "run" / L.LABELS):
+        if label.reviewer == "scorer":
+            scorer.setdefault(label.case, set()).add(label.label)
+    assert scorer == {ids[0]: {"no"}, ids[1]: {"yes"}}

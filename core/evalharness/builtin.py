@@ -8,10 +8,19 @@ scenario writes (:mod:`evalharness.rubrics`), for every component kind.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from evalharness.hookspecs import hookimpl
 from evalharness.judge.heuristic import HeuristicJudge
 from evalharness.models import GeneratorStep, RetrieverStep, RouterStep, Text2SQLStep
-from evalharness.registry import ANY_KIND, ComponentKind, Evaluator, Executor, JudgeBackend
+from evalharness.registry import (
+    ANY_KIND,
+    AlertSender,
+    ComponentKind,
+    Evaluator,
+    Executor,
+    JudgeBackend,
+)
 
 
 @hookimpl
@@ -44,6 +53,34 @@ def register_evaluators(register):
                        declare=rubrics.declare,
                        description="a criterion written in the scenario, judged per case by "
                                    "the LLM judge (docs/judge.md, \"Criteria you write\")"))
+
+
+class WebhookSettings(BaseModel):
+    """The ``webhook`` alert sender's settings (MONITOR.yaml ``alerts: {webhook: {...}}``)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    url: str = Field(pattern=r"^https?://\S+$")
+    """Where each alert is POSTed as JSON (http:// or https://)."""
+    token_env: str | None = None
+    """An environment variable holding a token, sent as ``Authorization: Bearer TOKEN`` (the
+    token itself stays out of the file)."""
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    """Seconds to wait for the receiver's answer."""
+
+
+@hookimpl
+def register_alert_senders(register):
+    register(AlertSender("webhook", _webhook, settings=WebhookSettings,
+                         description="POST each drift alarm as JSON to a URL (firing and "
+                                     "resolved)"))
+
+
+def _webhook(alert, settings):
+    """The ``webhook`` sender (imported when an alarm is sent, not when plugins load)."""
+    from evalharness.monitor.alerts import post_webhook
+
+    post_webhook(alert, settings)
 
 
 @hookimpl

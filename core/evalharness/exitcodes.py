@@ -17,6 +17,9 @@ GATE_FAILED = 1
 INPUT = 2
 INFRASTRUCTURE = 3
 NOTHING_EVALUATED = 4
+ALARM = 5
+"""``evalharness monitor --once`` and ``monitor report`` only (docs/ci.md, "Exit codes of the
+monitor"): a drift alarm fires; the store and the report are written first."""
 INTERRUPTED = 130
 
 MEANINGS: dict[int, str] = {

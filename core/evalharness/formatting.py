@@ -26,13 +26,18 @@ def judge_cell(usage: dict | None) -> str:
 
 
 def number(value: float | None, digits: int = 3) -> str:
-    """A metric value: ``digits`` decimals when small, fewer as it grows.
+    """A metric value: ``digits`` decimals when small, fewer as it grows; three significant
+    digits when the decimals would show a value that is not 0 as 0 (a cost per request).
 
     >>> number(0.12345), number(None), number(313.529), number(12345.6)
     ('0.123', '—', '313.5', '12,346')
+    >>> number(8.5966e-05), number(0.0), number(-0.00012)
+    ('8.6e-05', '0.000', '-0.00012')
     """
     if value is None:
         return "—"
+    if value and abs(value) < 0.5 * 10 ** -digits:
+        return f"{value:.3g}"
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     if abs(value) >= 100:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         Text2SQLStep,
     )
     from evalharness.registry import (
+        AlertSender,
         ComponentKind,
         Evaluator,
         Executor,
@@ -170,6 +171,37 @@ def register_executors(register: Callable[[Executor], None]) -> None:
         def register_executors(register):
             register(Executor(name="dask", factory=lambda address: DaskExecutor(address),
                               description="a Dask cluster"))
+    """
+
+
+@hookspec
+def register_alert_senders(register: Callable[[AlertSender], None]) -> None:
+    """Declare ways to send the monitor's drift alarms: a pager, a chat, a ticket
+    (docs/monitor.md, "Alerts").
+
+    Called once, after loading. Every implementation is called. The core registers
+    ``webhook`` (a JSON POST) this way. MONITOR.yaml's ``alerts:`` names senders and gives
+    their settings; ``send(alert, settings)`` is called once when an alarm starts firing and
+    once when it resolves.
+
+    :param register: call it with an :class:`evalharness.registry.AlertSender`: its
+        ``name``, ``send(alert, settings)`` (``alert`` an
+        :class:`evalharness.monitor.alerts.Alert`; raising is a failure to send, a warning)
+        and the pydantic model of its ``settings``.
+    :returns: nothing.
+
+    Example::
+
+        class PagerSettings(BaseModel):
+            service: str
+
+        def page(alert, settings):
+            if alert.state == "firing":
+                pager.trigger(settings.service, alert.message)
+
+        @hookimpl
+        def register_alert_senders(register):
+            register(AlertSender("pager", page, settings=PagerSettings))
     """
 
 

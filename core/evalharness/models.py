@@ -100,6 +100,25 @@ class Usage(_Model):
         return self.prompt_tokens + self.completion_tokens
 
 
+class Price(_Model):
+    """Price of a model, in currency units per million tokens (the judge's ``prices``, a
+    ``generation_cost`` evaluator's)."""
+
+    input: float = Field(ge=0)
+    """Per million prompt tokens."""
+
+    output: float = Field(ge=0)
+    """Per million completion tokens."""
+
+    def cost(self, usage: Usage) -> float:
+        """What ``usage`` costs at this price.
+
+        >>> Price(input=0.15, output=0.6).cost(Usage(prompt_tokens=1000, completion_tokens=500))
+        0.00045
+        """
+        return (usage.prompt_tokens * self.input + usage.completion_tokens * self.output) / 1e6
+
+
 class Step(_Model):
     """What every component step records besides its own output."""
 

@@ -31,6 +31,7 @@ from evalharness.importing import import_file
 from evalharness.registry import (
     ANY_KIND,
     ORACLE_ARGUMENTS,
+    AlertSender,
     ComponentKind,
     Evaluator,
     Executor,
@@ -118,6 +119,10 @@ class PluginHost:
         registered = self.registry.executors.get(name)
         return registered.item if registered else None
 
+    def alert_sender(self, name: str) -> AlertSender | None:
+        registered = self.registry.alert_senders.get(name)
+        return registered.item if registered else None
+
     def describe(self) -> list[dict[str, Any]]:
         """What ``evalharness plugins --json`` prints."""
         out = []
@@ -154,6 +159,9 @@ class PluginHost:
                     ),
                     "executors": sorted(
                         k for k, r in self.registry.executors.items() if r.plugin == name
+                    ),
+                    "alert_senders": sorted(
+                        k for k, r in self.registry.alert_senders.items() if r.plugin == name
                     ),
                     "oracles": sorted(
                         k for k, r in self.registry.oracles.items() if r.plugin == name
@@ -303,6 +311,7 @@ def _collect(host: PluginHost) -> None:
     _check_pending(host)
     _per_plugin(host, "register_judge_backends", "judge_backends", lambda b: b.name)
     _per_plugin(host, "register_executors", "executors", lambda x: x.name)
+    _per_plugin(host, "register_alert_senders", "alert_senders", lambda a: a.name)
     _per_plugin(host, "register_oracles", "oracles", lambda o: o.kind)
     _per_plugin(host, "register_evaluators", "evaluators", lambda e: (e.component, e.name))
     known = ", ".join(sorted(host.registry.component_kinds))

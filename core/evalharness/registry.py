@@ -217,6 +217,20 @@ class Executor:
 
 
 @dataclass(frozen=True)
+class AlertSender:
+    """A way to send the monitor's drift alarms (docs/monitor.md, "Alerts"):
+    ``send(alert, settings)`` for each alarm that starts firing or resolves
+    (:class:`evalharness.monitor.alerts.Alert`); ``settings`` validates the sender's entry
+    under MONITOR.yaml's ``alerts:``. Raising is a failure to send, reported as a warning;
+    the monitor goes on."""
+
+    name: str
+    send: Callable[[Any, Any], Any]
+    settings: type[BaseModel] = NoSettings
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class ReportSection:
     """A block a plugin adds to the report: markdown for ``report.md``, data for JSON.
 
@@ -249,6 +263,7 @@ class Registry:
     component_kinds: dict[str, Registered] = field(default_factory=dict)
     judge_backends: dict[str, Registered] = field(default_factory=dict)
     executors: dict[str, Registered] = field(default_factory=dict)
+    alert_senders: dict[str, Registered] = field(default_factory=dict)
     oracles: dict[str, Registered] = field(default_factory=dict)
 
     def add(self, table: str, key: Any, plugin: str, item: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -146,3 +147,19 @@ def paired_permutation_p(differences: Sequence[float], *, seed: int,
         signs = 1.0 - 2.0 * rng.integers(0, 2, size=(size, n), dtype=np.int8)
         count += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
     return (count + 1) / (permutations + 1)
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> list[float] | None:
+    """The 95% Wilson score interval of a proportion ``k / n``; ``None`` when ``n`` is 0.
+
+    >>> [round(v, 4) for v in wilson(8, 10)]
+    [0.4902, 0.9433]
+    >>> wilson(0, 0) is None, wilson(5, 5)[1]
+    (True, 1.0)
+    """
+    if n <= 0:
+        return None
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import re
 
-from evalharness import Evaluator, Init, LabelGold, Metric, MetricValue, hookimpl
+from pydantic import BaseModel, ConfigDict
+
+from evalharness import Evaluator, Init, LabelGold, Metric, MetricValue, Price, hookimpl
 from evalharness.registry import run_evaluator
 from evalharness_generation.judged import (
     CORRECTNESS,
@@ -74,6 +76,10 @@ METRICS = {
         "total_tokens", reference_free=True, range=(0, None), direction="lower",
         unit="tokens",
         description="tokens the generator step used"),
+    "cost": Metric(
+        "cost", reference_free=True, range=(0, None), direction="lower", unit="currency",
+        description="what the generator step's tokens cost at the prices given "
+                    "(generation_cost: {prices: {input, output}} per million tokens)"),
     "faithfulness": Metric(
         "faithfulness", reference_free=True, verdict=">= 0.5", gold=ANSWER,
         item_labels=("claim_support",),
@@ -121,17 +127,34 @@ def answer_present(batch):
             for _, step in batch]
 
 
-def generation_cost(batch):
-    """The ``generation_cost`` evaluator: latency and tokens as the step reports them."""
+class CostSettings(BaseModel):
+    """Settings of the ``generation_cost`` evaluator."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    prices: Price | None = None
+    """The generator model's prices; given, the evaluator also computes ``cost``."""
+
+
+def generation_cost(batch, settings: CostSettings):
+    """The ``generation_cost`` evaluator: latency and tokens as the step reports them, and
+    with ``prices`` what the tokens cost."""
     rows = []
+    prices = settings.prices
     for _, step in batch:
         latency = (MetricValue.of(step.latency_ms) if step.latency_ms is not None else
                    MetricValue.failed("the generator step reports no latency_ms"))
-        tokens = (MetricValue.of(step.usage.total_tokens, prompt=step.usage.prompt_tokens,
-                                 completion=step.usage.completion_tokens)
-                  if step.usage is not None else
+        usage = step.usage
+        tokens = (MetricValue.of(usage.total_tokens, prompt=usage.prompt_tokens,
+                                 completion=usage.completion_tokens)
+                  if usage is not None else
                   MetricValue.failed("the generator step reports no token usage"))
-        rows.append({"latency_ms": latency, "total_tokens": tokens})
+        row = {"latency_ms": latency, "total_tokens": tokens}
+        if prices is not None:
+            row["cost"] = (MetricValue.of(prices.cost(usage), prices=prices.model_dump())
+                if usage is not None else
+                MetricValue.failed("the generator step reports no token usage to price"))
+        rows.append(row)
     return rows
 
 
@@ -158,7 +181,10 @@ def register_evaluators(register):
     register(Evaluator(
         name="generation_cost", component="generator",
         metrics=_declared("latency_ms", "total_tokens"), evaluate=generation_cost,
-        description="latency and tokens the generator step reported for each case"))
+        settings=CostSettings,
+        declare=lambda settings: _declared("cost") if settings.prices is not None else [],
+        description="latency and tokens the generator step reported for each case; with "
+                    "prices: {input, output} per million tokens, their cost"))
     register(Evaluator(
         name="faithfulness", component="generator", metrics=_declared(*FAITHFULNESS),
         settings=FaithfulnessSettings, needs_judge=True,

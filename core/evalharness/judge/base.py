@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalharness.judge.cache import JudgeCache, default_cache_path
 from evalharness.judge.limits import CeilingReached, Limits
 from evalharness.judge.tasks import JudgmentTask
+from evalharness.models import Price
 from evalharness.redaction import redact
 
 LEDGER: ContextVar[list | None] = ContextVar("evalharness_judge_ledger", default=None)
@@ -64,18 +65,6 @@ def _new_prefix() -> None:
 
 _new_prefix()
 os.register_at_fork(after_in_child=_new_prefix)  # a forked worker must not repeat our ids
-
-
-class Price(BaseModel):
-    """Price of a model, in currency units per million tokens."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    input: float = Field(ge=0)
-    """Per million prompt tokens."""
-
-    output: float = Field(ge=0)
-    """Per million completion tokens."""
 
 
 class JudgeConfig(BaseModel):

@@ -121,7 +121,7 @@ class Permit:
 class Limits:
     """The requests/tokens-per-minute windows (per model) and the cost ceiling of one judge.
 
-    ``prices``: model -> its :class:`~evalharness.judge.base.Price` (``input``, ``output`` per
+    ``prices``: model -> its :class:`~evalharness.models.Price` (``input``, ``output`` per
     million tokens); with ``max_cost`` every model the judge calls must have one
     (:meth:`missing_prices`)."""
 

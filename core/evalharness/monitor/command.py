@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 
 from evalharness.errors import EvalHarnessError
+from evalharness.exitcodes import ALARM
 
 SUBCOMMANDS = {
     "report": "evalharness.monitor.report:report_command",
@@ -97,7 +98,9 @@ def run(monitor_file: Path, once: bool, interval: float, out: Path | None,
     evaluated with the scenario's reference-free metrics per component, given a root cause
     (the first component on its taken path whose verdict fails) and stored with its metrics
     and verdicts, a batch per transaction: killed at any moment, the monitor resumes without
-    losing or counting a trace twice.
+    losing or counting a trace twice. After a pass that stored traces, the drift check
+    compares the recent window with its baseline (MONITOR.yaml `drift:`); an alarm that starts
+    firing or resolves is sent through `alerts:`. With --once, exit 5 when an alarm fires.
 
     \b
     Examples:
@@ -110,6 +113,7 @@ def run(monitor_file: Path, once: bool, interval: float, out: Path | None,
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     config = load_monitor(monitor_file)
+    alarms = 0
     stopping = threading.Event()
 
     def on_batch(n: int, summary: PassSummary) -> None:
@@ -135,8 +139,21 @@ def run(monitor_file: Path, once: bool, interval: float, out: Path | None,
                 console.print(f"pass failed, retrying in {interval:g} s: {exc}")
             else:
                 passes += 1
+                unknown = getattr(summary.feedback, "unknown", 0)
                 console.print(f"pass done: {summary.line()}"
-                              + (f"; {summary.expired} expired" if summary.expired else ""))
+                              + (f"; {summary.expired} expired" if summary.expired else "")
+                              + (f"; {unknown} feedback records for unknown traces (kept, "
+                                 "counted in the report)" if unknown else ""))
+                if summary.stored or passes == 1:
+                    try:
+                        check, alerts = machinery.check_drift(
+                            lambda text: console.print(f"warning: {text}"))
+                    except EvalHarnessError as exc:
+                        if once:
+                            raise
+                        console.print(f"drift check failed, again after the next pass: {exc}")
+                    else:
+                        alarms = _print_drift(console, check, alerts)
             if once or stopping.is_set():
                 break
             deadline = time.monotonic() + interval
@@ -150,6 +167,27 @@ def run(monitor_file: Path, once: bool, interval: float, out: Path | None,
             signal.signal(s, handler)
     if once and out is not None:
         _write_report(config, out, console)
+    if once and alarms:
+        raise SystemExit(ALARM)
+
+
+def _print_drift(console: Console, check: dict[str, Any] | None, alerts: list) -> int:
+    """One line for the drift check, one per firing alarm; how many fire."""
+    if check is None:
+        return 0
+    tested = sum(1 for t in check["tests"] if t["skipped"] is None)
+    fired = check["alarms"]
+    sent = {a.key: a.state for a in alerts}
+    console.print(f"drift: {len(fired)} alarm(s) in {tested} tests of the recent window "
+                  f"({check['recent']['start']} to {check['recent']['end']})"
+                  + (f"; {sum(1 for s in sent.values() if s == 'resolved')} resolved"
+                     if any(s == "resolved" for s in sent.values()) else ""))
+    from evalharness.monitor.drift import alarm_key
+
+    for t in fired:
+        new = " (new)" if sent.get(alarm_key(t)) == "firing" else ""
+        console.print(f"  alarm{new}: {t['message']}")
+    return len(fired)
 
 
 def _write_report(config: Any, out: Path, console: Console) -> None:
@@ -167,5 +205,6 @@ def _write_report(config: Any, out: Path, console: Console) -> None:
         console.print(f"--out {out}: the monitor's report has no write_report; nothing "
                       "written")
         return
-    write(config.store_path, out, since=None, monitor=config.path, windows=config.spec.windows)
+    write(config.store_path, out, since=None, monitor=config.path, windows=config.spec.windows,
+          wait=config.spec.feedback.wait_span, drift=config.spec.drift)
     console.print(f"report written to {out}")

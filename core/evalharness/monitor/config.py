@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalharness.context import file_hint, not_a_file
 from evalharness.errors import EvalHarnessError, ScenarioError
@@ -26,6 +34,7 @@ from evalharness.locate import (
     short,
     yaml_problem,
 )
+from evalharness.monitor.timespans import FORMS, parse_span
 from evalharness.scenario import Scenario, TracesSpec, load_scenario
 from evalharness.spans.mapping import MappingSpec, mapping_spec
 from evalharness.spans.paths import is_glob
@@ -35,6 +44,14 @@ Window = Literal["hour", "day"]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+def _a_span(value: str) -> str:
+    """A span of time as MONITOR.yaml writes it (``24h``), checked."""
+    span = parse_span(value)
+    if span is None or span.total_seconds() <= 0:
+        raise ValueError(f"{value!r} is no span of time: give one like {FORMS}")
+    return value
 
 
 class Rule(_Strict):
@@ -96,6 +113,34 @@ class FeedbackSpec(_Strict):
     """A JSONL file of feedback records, relative to the monitor file."""
     key: str = "trace_id"
     """What a record's key names: ``trace_id``, or a trace attribute (``session.id``)."""
+    wait: str = "24h"
+    """How long feedback waits for its trace, as a span (``90m``, ``24h``, ``7d``): a record
+    the store cannot join although it holds traffic that started this much later is for an
+    unknown trace (refused by ``feedback add`` and the endpoint; counted by the report)."""
+
+    _wait_is_a_span = field_validator("wait")(classmethod(lambda cls, v: _a_span(v)))
+
+    @property
+    def wait_span(self) -> timedelta:
+        """``wait`` as a :class:`~datetime.timedelta`."""
+        return parse_span(self.wait)  # type: ignore[return-value]
+
+
+class DriftSpec(_Strict):
+    """The drift check (docs/monitor.md, "Drift alarms")."""
+
+    recent: str = "1d"
+    """The window checked, a span back from the newest trace's hour (``24h``, ``1d``)."""
+    baseline: str = "7d"
+    """The window it is compared with: this span directly before ``recent``."""
+    q: float = Field(default=0.05, gt=0, lt=1)
+    """The false discovery rate over one check's tests (Benjamini–Hochberg)."""
+    min_n: int = Field(default=20, ge=2)
+    """Fewer values (verdicts, traces) in either window: the test is skipped, saying so."""
+    enabled: bool = True
+    """``false``: no check, no alarm, no exit code 5."""
+
+    _spans = field_validator("recent", "baseline")(classmethod(lambda cls, v: _a_span(v)))
 
 
 class RedactSpec(_Strict):
@@ -129,6 +174,11 @@ class MonitorFile(_Strict):
     evaluators: dict[str, list[str | dict[str, Any]]] | None = None
     """Per component, evaluators replacing the scenario's (same syntax); only their
     reference-free metrics are computed."""
+    drift: DriftSpec = Field(default_factory=DriftSpec)
+    """The drift check after every pass and in every report."""
+    alerts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Alert senders by name (``webhook``, or a plugin's) and their settings: each alarm is
+    sent once when it starts firing and once when it resolves."""
     windows: list[Window] = Field(default_factory=lambda: ["hour", "day"])
     """The report's time windows."""
     redact: RedactSpec = Field(default_factory=RedactSpec)
@@ -139,7 +189,7 @@ class MonitorFile(_Strict):
 
 NESTED: dict[tuple, type[BaseModel]] = {
     (): MonitorFile, ("sampling",): Sampling, ("store",): StoreSpec,
-    ("feedback",): FeedbackSpec, ("redact",): RedactSpec}
+    ("feedback",): FeedbackSpec, ("redact",): RedactSpec, ("drift",): DriftSpec}
 """The model of each mapping of the file, for listing the valid keys in an error."""
 
 
@@ -160,6 +210,8 @@ class Monitor:
     store_path: Path
     feedback_path: Path | None
     lines: dict = field(default_factory=dict)
+    senders: list[tuple[str, Any, Any]] = field(default_factory=list)
+    """``alerts:`` resolved: each sender's name, its ``send`` and its validated settings."""
 
     @property
     def name(self) -> str:
@@ -264,7 +316,29 @@ def load_monitor(path: str | Path) -> Monitor:
                       feedback_path=feedback, lines=lines)
     if spec.evaluators is not None:
         monitor.scenario = _with_evaluators(monitor)
+    monitor.senders = _senders(monitor)
     return monitor
+
+
+def _senders(monitor: Monitor) -> list[tuple[str, Any, Any]]:
+    """``alerts:``: each sender registered by a plugin (the scenario's), its settings valid."""
+    host = monitor.scenario.host
+    out = []
+    for name, settings in monitor.spec.alerts.items():
+        sender = host.alert_sender(name)
+        if sender is None:
+            known = ", ".join(sorted(host.registry.alert_senders)) or "none"
+            raise _error(monitor.path, monitor.lines, ("alerts", name),
+                         f"no plugin registers the alert sender {name!r}; registered: {known} "
+                         "(a plugin adds one with the register_alert_senders hook)")
+        try:
+            out.append((name, sender.send, sender.settings.model_validate(settings or {})))
+        except ValidationError as exc:
+            where, message, _ = best_error(exc, settings or {})
+            raise _error(monitor.path, monitor.lines, ("alerts", name, *where),
+                         f"{message}; valid keys of `alerts.{name}`: "
+                         f"{', '.join(sender.settings.model_fields)}") from None
+    return out
 
 
 def _with_evaluators(monitor: Monitor) -> Scenario:

@@ -8,8 +8,9 @@ the trace id, its stored :class:`~evalharness.models.Trace`, its reference-free 
 cause. The folder holds what a scenario run's does — ``run.json``, ``results.jsonl`` (one
 :meth:`~evalharness.models.CaseResult.to_line` a case, as the runner writes it) and
 report.json/.md/.html (a :class:`~evalharness.models.Report` over those results, written by
-:func:`evalharness.render.write_reports`) — and ``review/labels.jsonl``: each user's latest
-thumbs of a trace as a label (up = ``yes``, down = ``no``; reviewer: the user id as stored,
+:func:`evalharness.render.write_reports`) — and ``review/labels.jsonl``: what each user says
+of a trace as a label — their latest thumbs, else their latest score (4–5 up, 1–2 down) —
+(up = ``yes``, down = ``no``; reviewer: the user id as stored,
 hashed by default) on every case-level target of the answer (the components of kind
 ``generator``), so ``evalharness agreement RUN`` says per generator metric how far its
 verdict agrees with the users.
@@ -63,6 +64,11 @@ ANSWER_KIND = "generator"
 """The component kind whose case-level targets a user's thumbs labels: the answer."""
 
 THUMBS_TAGS = {1: "thumbs-up", -1: "thumbs-down"}
+
+SAYS = ("coalesce(f.thumbs, CASE WHEN f.score > 3 THEN 1 WHEN f.score < 3 THEN -1 END)")
+"""What a user says of a trace (``feedback_by_user f``): their latest thumbs, else their
+latest 1–5 score (4–5 up, 1–2 down, 3 nothing) — the report's rule
+(:func:`evalharness.monitor.report.user_says`)."""
 
 
 @dataclass
@@ -121,9 +127,10 @@ def export(monitor: Monitor, out: Path | str, *, since: datetime | None = None,
             status = {True: "pass", False: "fail"}.get(passed, "error")
             verdicts[tid][comp] = Verdict(status=status, reason=reason or criterion)
         thumbs = con.execute(
-            "SELECT f.trace_id, coalesce(f.user_id, 'anonymous'), f.thumbs, f.thumbs_at, "
-            "f.comment FROM feedback_by_user f JOIN chosen USING (trace_id) "
-            "WHERE f.thumbs IS NOT NULL ORDER BY f.thumbs_at, f.trace_id").fetchall()
+            f"SELECT f.trace_id, coalesce(f.user_id, 'anonymous'), {SAYS}, "
+            "coalesce(f.thumbs_at, f.last_at), f.comment FROM feedback_by_user f "
+            f"JOIN chosen USING (trace_id) WHERE {SAYS} IS NOT NULL "
+            "ORDER BY coalesce(f.thumbs_at, f.last_at), f.trace_id").fetchall()
     by_trace: dict[str, list[int]] = defaultdict(list)
     for tid, _, th, _, _ in thumbs:
         by_trace[tid].append(int(th))
@@ -258,8 +265,8 @@ def _write_report(monitor: Monitor, out: Path, results: list[CaseResult], starte
 
 def _write_labels(out: Path, results: list[CaseResult], thumbs: list[tuple[Any, ...]]
                   ) -> tuple[int, set[str]]:
-    """Each user's latest thumbs of a trace as a yes/no label on every case-level target of the
-    trace's answer (components of kind :data:`ANSWER_KIND`)."""
+    """What each user says of a trace (:data:`SAYS`) as a yes/no label on every case-level
+    target of the trace's answer (components of kind :data:`ANSWER_KIND`)."""
     from evalharness.review.session import Review
     from evalharness.runfolder import load_run
 

@@ -12,8 +12,11 @@ carry the monitor's configured key attribute (``feedback: {key: session.id}``) a
 its own, ``"session.id": "abc"``. It stores under ``feedback_id``, else a digest of its
 content, with ``INSERT ... ON CONFLICT DO NOTHING``: ingesting the same file twice, or a
 client retrying a POST, stores nothing twice. :func:`resolve` fills ``feedback.trace_id`` once
-a stored trace matches; feedback for a trace the store does not (yet) hold is kept, counted as
-unresolved, and joined when the trace arrives. :data:`BY_USER` and :data:`BY_TRACE` say what
+a stored trace matches; feedback for a trace the store does not (yet) hold waits, counted as
+unresolved, and is joined when the trace arrives — unless the store has already read traffic
+more than ``wait`` (24 hours) newer than the feedback: then its trace is not coming, and the
+record is an *unknown trace* (:func:`unknown_where`): refused by ``feedback add`` (exit 2) and
+by the endpoint (400, counted), counted in reports when it was stored while it still waited. :data:`BY_USER` and :data:`BY_TRACE` say what
 "the user's label" of a trace is (:func:`feedback_view`).
 
 The endpoint (:func:`make_server`, :func:`serve`) reuses ``review serve``'s server
@@ -76,6 +79,32 @@ ATTRIBUTE = re.compile(r"[A-Za-z0-9_.:/@-]{1,128}")
 """A key attribute's name (``session.id``, ``app.message_id``)."""
 REJECTED_KEY = "feedback.rejected"
 """The ``meta`` row counting records the endpoint rejected (survives restarts)."""
+WAIT = _dt.timedelta(hours=24)
+"""How long feedback waits for its trace by default (``feedback.wait``): a record the store
+cannot join although it holds traffic that started this much later is for an unknown trace."""
+
+
+def unknown_where(wait: _dt.timedelta = WAIT) -> str:
+    """The SQL condition on ``feedback`` rows for an *unknown trace*: not joined, and given
+    more than ``wait`` before the start of the newest trace the store holds. The store's own
+    traffic is the clock, not the wall clock: replayed traffic and a monitor that fell behind
+    judge alike, and an empty store (or a monitor reading nothing new) makes no record
+    unknown.
+
+    >>> print(unknown_where(_dt.timedelta(hours=1)))
+    trace_id IS NULL AND received_at < (SELECT max(coalesce(start_time, stored_at)) FROM traces) - INTERVAL 3600 SECOND
+    """
+    return ("trace_id IS NULL AND received_at < (SELECT max(coalesce(start_time, stored_at)) "
+            f"FROM traces) - INTERVAL {int(wait.total_seconds())} SECOND")
+
+
+class UnknownTraces(InputError):
+    """Records whose trace the store does not hold and will not: each its place (a file's
+    line, a POST's index), its key, and why (:func:`unknown_where`)."""
+
+    def __init__(self, message: str, records: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.records = records
 
 
 class BadRecord(ValueError):
@@ -236,8 +265,12 @@ class IngestStats:
     :func:`resolve`."""
     unresolved: int = 0
     """Feedback in the store whose trace the store does not hold (yet), after this ingestion."""
+    unknown: int = 0
+    """Of ``unresolved``, records for an unknown trace (:func:`unknown_where`)."""
     pending: int = 0
     """A file's torn last line (no newline, not JSON yet), left for the next read: 0 or 1."""
+    too_old: int = 0
+    """Records given before the store's retention (``older_than``): not stored."""
 
 
 def digest(record: Feedback, user_hash: str | None, line: int | None = None) -> str:
@@ -257,33 +290,43 @@ def digest(record: Feedback, user_hash: str | None, line: int | None = None) -> 
 def ingest_records(con: Any, records: Iterable[Feedback | dict[str, Any]], *,
                    source: str = "http", key: str = "trace_id",
                    redact_user_ids: str = "keep",
-                   now: _dt.datetime | None = None) -> IngestStats:
+                   now: _dt.datetime | None = None, wait: _dt.timedelta = WAIT,
+                   refuse_unknown: bool = False) -> IngestStats:
     """Store ``records`` (:class:`Feedback`, or dicts checked by :func:`parse_record`) in one
     transaction, then :func:`resolve`. A bad dict is an :class:`InputError` naming ``source``,
     its index and field, and nothing is stored. ``redact_user_ids``: one of
     :data:`REDACTIONS`. A record without ``at`` is dated ``now`` (default: the current time);
     without ``at`` nor ``feedback_id`` it is identified by its content alone (the endpoint
     dates such records on receipt, so a user who clicks up, down, up keeps three records).
+    ``wait``: how long feedback waits for its trace; with ``refuse_unknown``, a record for a
+    trace unknown after it (:func:`unknown_where`) is an :class:`UnknownTraces` error, and
+    nothing is stored.
     """
     parsed, bad = [], []
     for i, rec in enumerate(records):
         try:
             parsed.append((rec if isinstance(rec, Feedback) else parse_record(rec, key=key),
-                           source, None))
+                           f"{source} record {i}", i))
         except BadRecord as exc:
             bad.append(f"{source} record {i}: {exc}")
     if bad:
         raise InputError(_bad_message(bad, len(parsed) + len(bad)))
-    return _store(con, parsed, redact_user_ids, now)
+    return _store(con, [(rec, source, None, where, index) for rec, where, index in parsed],
+                  redact_user_ids, now, wait, refuse_unknown)
 
 
 def ingest_file(con: Any, path: Path, *, key: str = "trace_id",
-                redact_user_ids: str = "keep") -> IngestStats:
+                redact_user_ids: str = "keep", wait: _dt.timedelta = WAIT,
+                refuse_unknown: bool = False,
+                older_than: _dt.datetime | None = None) -> IngestStats:
     """Store the feedback file ``path`` (JSON lines; blank lines skipped) in one transaction.
     A bad line is an :class:`InputError` naming the file, line and field, and what is valid;
     nothing of the file is stored then. Ingesting the same file again stores nothing new.
     A last line without its newline that is not JSON yet (a writer mid-line) is left for the
-    next read (``IngestStats.pending``), so a file that grows can be ingested on every pass."""
+    next read (``IngestStats.pending``), so a file that grows can be ingested on every pass.
+    ``wait``, ``refuse_unknown``: as :func:`ingest_records`'s; the error names each line.
+    ``older_than``: records given before it (the retention's cut-off) are skipped, so a file
+    read on every pass does not bring back what retention deleted."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -305,13 +348,15 @@ def ingest_file(con: Any, path: Path, *, key: str = "trace_id",
                        "give one JSON object a line")
             continue
         try:
-            parsed.append((parse_record(obj, key=key), f"{path}:{number}", number))
+            parsed.append((parse_record(obj, key=key), f"{path}:{number}", number,
+                           f"{path} line {number}", number))
         except BadRecord as exc:
             bad.append(f"{path} line {number}: {exc}")
     if bad:
         raise InputError(_bad_message(bad, len(parsed) + len(bad)))
-    stats = _store(con, parsed, redact_user_ids, None)
-    stats.pending = pending
+    kept = [p for p in parsed if older_than is None or p[0].at is None or p[0].at >= older_than]
+    stats = _store(con, kept, redact_user_ids, None, wait, refuse_unknown)
+    stats.pending, stats.too_old = pending, len(parsed) - len(kept)
     return stats
 
 
@@ -321,9 +366,12 @@ def _bad_message(bad: list[str], total: int) -> str:
             "docs/monitor.md, 'Users' feedback'):\n" + "\n".join(bad[:MAX_ERRORS]) + more)
 
 
-def _store(con: Any, parsed: Sequence[tuple[Feedback, str, int | None]], redact_user_ids: str,
-           now: _dt.datetime | None) -> IngestStats:
-    """Insert the rows in one transaction; ``ON CONFLICT DO NOTHING`` makes it idempotent."""
+def _store(con: Any, parsed: Sequence[tuple[Feedback, str, int | None, str, int]],
+           redact_user_ids: str, now: _dt.datetime | None, wait: _dt.timedelta = WAIT,
+           refuse_unknown: bool = False) -> IngestStats:
+    """Insert the rows and join them to their traces in one transaction (``ON CONFLICT DO
+    NOTHING`` makes it idempotent). ``parsed``: each record, its ``source`` column, the line
+    its digest uses, where it is (for errors) and its index in the input."""
     if redact_user_ids not in REDACTIONS:
         raise UsageError(f"redact_user_ids {redact_user_ids!r}: give one of "
                          f"{', '.join(REDACTIONS)}")
@@ -332,11 +380,13 @@ def _store(con: Any, parsed: Sequence[tuple[Feedback, str, int | None]], redact_
     con.execute("BEGIN TRANSACTION")
     try:
         salt = user_salt(con)
-        rows = []
-        for rec, source, line in parsed:
+        rows, places = [], {}
+        for rec, source, line, where, index in parsed:
             hashed = hash_user_id(rec.user_id, salt) if rec.user_id else None
             user = {"keep": rec.user_id, "hash": hashed, "drop": None}[redact_user_ids]
-            rows.append((rec.feedback_id or digest(rec, hashed, line), None, rec.key_attribute,
+            feedback_id = rec.feedback_id or digest(rec, hashed, line)
+            places.setdefault(feedback_id, (where, index, rec, rec.at or now))
+            rows.append((feedback_id, None, rec.key_attribute,
                          rec.key_value, rec.at or now, rec.thumbs, rec.score,
                          json.dumps(list(rec.labels), ensure_ascii=False) if rec.labels
                          else None, rec.comment, user, source))
@@ -346,14 +396,58 @@ def _store(con: Any, parsed: Sequence[tuple[Feedback, str, int | None]], redact_
             done = con.execute(f"INSERT INTO feedback VALUES {values} ON CONFLICT DO NOTHING",
                                [v for row in chunk for v in row]).fetchone()
             stats.stored += done[0] if done else 0
+        stats.resolved = resolve(con)
+        if refuse_unknown:
+            _refuse_unknown(con, places, wait)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     stats.duplicates = stats.read - stats.stored
-    stats.resolved = resolve(con)
     stats.unresolved = _count(con, "trace_id IS NULL")
+    stats.unknown = _count(con, unknown_where(wait))
     return stats
+
+
+def _refuse_unknown(con: Any, places: dict[str, tuple[str, int, Feedback, _dt.datetime]],
+                    wait: _dt.timedelta) -> None:
+    """Raise :class:`UnknownTraces` when any of ``places``' records (by feedback id) is for an
+    unknown trace; the caller rolls back."""
+    unknown = {fid for (fid,) in con.execute(
+        f"SELECT feedback_id FROM feedback WHERE {unknown_where(wait)}").fetchall()} & set(places)
+    if not unknown:
+        return
+    first, last, n = con.execute(
+        "SELECT min(coalesce(start_time, stored_at)), max(coalesce(start_time, stored_at)), "
+        "count(*) FROM traces").fetchone()
+    records = []
+    for fid in sorted(unknown, key=lambda f: places[f][1]):
+        where, index, rec, at = places[fid]
+        name = "trace_id" if rec.key_attribute == "trace_id" else rec.key_attribute
+        what = ("no stored trace has this id" if name == "trace_id" else
+                f"no stored trace has the attribute {name} = this value")
+        records.append({"index": index, "field": name, "where": where,
+                        "error": f"{what} ({rec.key_value!r}), and the feedback (given "
+                                 f"{_iso(at)}) is more than {_hours(wait)} older than the "
+                                 f"newest stored trace ({_iso(last)}): its trace is not coming"})
+    lines = [f"{r['where']}, field `{r['field']}`: {r['error']}" for r in records[:MAX_ERRORS]]
+    more = f"\n… and {len(records) - MAX_ERRORS} more" if len(records) > MAX_ERRORS else ""
+    raise UnknownTraces(
+        f"{len(records)} feedback record(s) are for traces the store does not hold (nothing "
+        f"was stored). The store holds {n} traces that started from {_iso(first)} to "
+        f"{_iso(last)}; feedback waits {_hours(wait)} for its trace (`feedback.wait`). Check "
+        "the key (a trace id of another application? `feedback.key` names the attribute "
+        "records are keyed by), or store them anyway with --keep-unknown (they stay "
+        "unresolved and are counted in the report):\n" + "\n".join(lines) + more, records)
+
+
+def _iso(value: _dt.datetime | None) -> str:
+    return value.strftime("%Y-%m-%dT%H:%MZ") if value else "(no time)"
+
+
+def _hours(wait: _dt.timedelta) -> str:
+    hours = wait.total_seconds() / 3600
+    return f"{hours:g} h" if hours >= 1 else f"{wait.total_seconds():g} s"
 
 
 def _count(con: Any, where: str) -> int:
@@ -399,17 +493,19 @@ def resolve(con: Any, *, join_key_attribute: str | None = None) -> int:
     return before - _count(con, "trace_id IS NULL")
 
 
-def summary(con: Any) -> dict[str, Any]:
+def summary(con: Any, wait: _dt.timedelta = WAIT) -> dict[str, Any]:
     """Counts over the store's feedback, as the report and ``GET /feedback/stats`` give
     them: ``records``, ``resolved``, ``unresolved`` (feedback for traces the store does not
-    hold), ``thumbs_up``, ``thumbs_down``, ``scored``, ``rejected`` (records the endpoint
-    refused, since the store was created)."""
+    hold), ``unknown`` (of those, records for an unknown trace after ``wait``,
+    :func:`unknown_where`), ``thumbs_up``, ``thumbs_down``, ``scored``, ``rejected`` (records
+    the endpoint refused, since the store was created)."""
     row = con.execute(
         "SELECT count(*), count(trace_id), count(*) FILTER (WHERE thumbs = 1),"
         " count(*) FILTER (WHERE thumbs = -1), count(score) FROM feedback").fetchone()
     rejected = con.execute("SELECT value FROM meta WHERE key = ?", [REJECTED_KEY]).fetchone()
     return {"records": row[0], "resolved": row[1], "unresolved": row[0] - row[1],
-            "thumbs_up": row[2], "thumbs_down": row[3], "scored": row[4],
+            "unknown": _count(con, unknown_where(wait)), "thumbs_up": row[2],
+            "thumbs_down": row[3], "scored": row[4],
             "rejected": int(rejected[0]) if rejected else 0}
 
 
@@ -481,6 +577,8 @@ class Endpoint:
     token: str
     key: str = "trace_id"
     redact_user_ids: str = "keep"
+    wait: _dt.timedelta = WAIT
+    """Records for a trace still unknown after this are refused (:func:`unknown_where`)."""
     max_body: int = MAX_BODY
     hosts: Any = None
     """The :class:`~evalharness.review.server.Hosts` check (:func:`make_server` sets it)."""
@@ -505,10 +603,15 @@ class Endpoint:
             return self.reject(len(errors), errors)
         now = _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
         parsed = [rec if rec.at else dataclasses.replace(rec, at=now) for rec in parsed]
-        with self.lock, connect(self.store) as con:
-            stats = ingest_records(con, parsed, source="http", key=self.key,
-                                   redact_user_ids=self.redact_user_ids)
-            self.counts.update(stored=stats.stored, duplicates=stats.duplicates)
+        try:
+            with self.lock, connect(self.store) as con:
+                stats = ingest_records(con, parsed, source="http", key=self.key,
+                                       redact_user_ids=self.redact_user_ids,
+                                       wait=self.wait, refuse_unknown=True)
+                self.counts.update(stored=stats.stored, duplicates=stats.duplicates)
+        except UnknownTraces as exc:
+            return self.reject(len(exc.records), [
+                {k: r[k] for k in ("index", "field", "error")} for r in exc.records])
         return HTTPStatus.OK, asdict(stats)
 
     def reject(self, n: int, errors: list[dict[str, Any]]) -> tuple[HTTPStatus, dict]:
@@ -529,7 +632,7 @@ class Endpoint:
     def stats(self) -> dict[str, Any]:
         """``GET /feedback/stats``: this server's counts and the store's (:func:`summary`)."""
         with self.lock, connect(self.store) as con:
-            store = summary(con)
+            store = summary(con, self.wait)
         with self.lock:
             server = {k: self.counts[k] for k in ("requests", "stored", "duplicates",
                                                    "rejected")}
@@ -619,7 +722,8 @@ class FeedbackHandler(Handler):
 def make_server(store: Path, *, host: str = "127.0.0.1", port: int = 0,
                 token: str | None = None, key: str = "trace_id",
                 redact_user_ids: str = "keep", max_body: int = MAX_BODY,
-                request_timeout: float = REQUEST_TIMEOUT) -> Server:
+                request_timeout: float = REQUEST_TIMEOUT, wait: _dt.timedelta = WAIT
+                ) -> Server:
     """The endpoint's server bound to ``host:port`` (0: a free port), not yet serving; its
     ``app`` is the :class:`Endpoint` (``app.token``: ``token``, else a new random one). The
     store is created or checked first, so a bad store is an error before anything listens.
@@ -632,7 +736,8 @@ def make_server(store: Path, *, host: str = "127.0.0.1", port: int = 0,
                          f"{', '.join(REDACTIONS)}")
     with connect(Path(store)) as con:
         user_salt(con)
-    app = Endpoint(Path(store), token or new_token(), key, redact_user_ids, max_body)
+    app = Endpoint(Path(store), token or new_token(), key, redact_user_ids, wait=wait,
+                   max_body=max_body)
     return review_server(app, host, port, request_timeout=request_timeout,
                          handler=FeedbackHandler)
 
@@ -644,7 +749,8 @@ def url_of(server: Server) -> str:
 
 def serve(store: Path, host: str = "127.0.0.1", port: int = 0, token: str | None = None, *,
           key: str = "trace_id", redact_user_ids: str = "keep",
-          ready: Callable[[Server], None] | None = None) -> dict[str, int]:
+          ready: Callable[[Server], None] | None = None,
+          wait: _dt.timedelta = WAIT) -> dict[str, int]:
     """Serve the endpoint until Ctrl-C (or ``server.shutdown()`` from another thread);
     ``ready`` is called with the listening server (its ``app.token``). Warns on stderr when
     ``host`` is reachable from other machines. Returns this server's counts."""
@@ -652,7 +758,7 @@ def serve(store: Path, host: str = "127.0.0.1", port: int = 0, token: str | None
 
     try:
         server = make_server(store, host=host, port=port, token=token, key=key,
-                             redact_user_ids=redact_user_ids)
+                             redact_user_ids=redact_user_ids, wait=wait)
     except OSError as exc:
         raise UsageError(bind_problem(host, port, exc)) from None
     if not is_loopback(host):
@@ -680,6 +786,7 @@ class MonitorSettings:
     store: Path
     key: str = "trace_id"
     redact_user_ids: str = "hash"
+    wait: _dt.timedelta = WAIT
 
 
 def monitor_settings(path: Path) -> MonitorSettings:
@@ -691,7 +798,7 @@ def monitor_settings(path: Path) -> MonitorSettings:
     spec, _ = read_monitor_file(Path(path))
     store = Path(spec.store.path)
     return MonitorSettings(store if store.is_absolute() else Path(path).parent / store,
-                           spec.feedback.key, spec.redact.user_ids)
+                           spec.feedback.key, spec.redact.user_ids, spec.feedback.wait_span)
 
 
 MONITOR = click.Path(path_type=Path, dir_okay=False, exists=True)
@@ -718,12 +825,17 @@ def feedback_group() -> None:
 @feedback_group.command()
 @click.argument("monitor_file", metavar="MONITOR.yaml", type=MONITOR)
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-def add(monitor_file: Path, file: Path) -> None:
+@click.option("--keep-unknown", is_flag=True,
+              help="Store records for unknown traces too (they stay unresolved and are "
+                   "counted in the report) instead of refusing the file.")
+def add(monitor_file: Path, file: Path, keep_unknown: bool) -> None:
     """Store FILE's feedback (JSON lines) in the monitor's store.
 
     A bad line stops it (exit 2) naming the line and field; nothing is stored then. Adding
     the same file again stores nothing twice. Feedback for a trace the store does not hold
-    yet is kept and joined when the trace arrives.
+    yet is kept and joined when the trace arrives; a line for an unknown trace (the store
+    holds traffic newer than the feedback by more than `feedback.wait`, 24h, and none of it
+    matches) stops it too, unless --keep-unknown.
 
     \b
     Examples:
@@ -732,10 +844,12 @@ def add(monitor_file: Path, file: Path) -> None:
     settings = monitor_settings(monitor_file)
     with connect(settings.store) as con:
         stats = ingest_file(con, file, key=settings.key,
-                            redact_user_ids=settings.redact_user_ids)
+                            redact_user_ids=settings.redact_user_ids,
+                            wait=settings.wait, refuse_unknown=not keep_unknown)
     click.echo(f"{file}: {stats.read} records, {stats.stored} stored, {stats.duplicates} "
                f"already stored; {stats.resolved} joined to their traces now, "
-               f"{stats.unresolved} in the store wait for their trace"
+               f"{stats.unresolved - stats.unknown} in the store wait for their trace"
+               + (f", {stats.unknown} are for unknown traces" if stats.unknown else "")
                + ("; the last line is not complete yet (left for the next add)"
                   if stats.pending else ""))
 
@@ -781,7 +895,8 @@ def serve_command(monitor_file: Path, port: int, host: str, token: str | None) -
     previous = signal.getsignal(signal.SIGTERM)
     try:
         counts = serve(settings.store, host, port, token, key=settings.key,
-                       redact_user_ids=settings.redact_user_ids, ready=ready)
+                       redact_user_ids=settings.redact_user_ids, ready=ready,
+                       wait=settings.wait)
     finally:
         signal.signal(signal.SIGTERM, previous)
     click.echo(f"stopped: {counts.get('stored', 0)} stored, {counts.get('duplicates', 0)} "

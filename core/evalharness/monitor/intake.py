@@ -90,6 +90,9 @@ class Pass:
     """Of those, already in the store (skipped)."""
     pending: int = 0
     """Left for the next pass: their root span has not arrived."""
+    too_old: int = 0
+    """Skipped: they started before the store's retention (stored, they would be deleted at
+    the next pass and read again)."""
     stats: GroupStats = field(default_factory=GroupStats)
 
 
@@ -132,9 +135,11 @@ def _scalars(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] | None = None,
-              *, summary: Pass | None = None) -> Iterator[Incoming]:
+              *, summary: Pass | None = None,
+              older_than: datetime | None = None) -> Iterator[Incoming]:
     """Every trace of the sources whose id is not in ``known``, mapped, in the order the
-    sources hold them; ``summary`` counts what was seen, skipped and left pending."""
+    sources hold them; ``summary`` counts what was seen, skipped and left pending. A trace
+    that started before ``older_than`` (naive UTC: the retention's cut-off) is skipped."""
     summary = summary if summary is not None else Pass()
     files = source_files(monitor)
     summary.files = files
@@ -156,10 +161,14 @@ def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] 
         root = roots[0] if roots else group[0]
         starts = [s.start_ns for s in group if s.start_ns]
         ends = [s.end_ns for s in group if s.end_ns]
+        start = _time(min(starts) if starts else None)
+        if older_than is not None and start is not None and start < older_than:
+            summary.too_old += 1
+            continue
         attributes = _scalars(root.attributes)
         user = next((str(attributes[a]) for a in USER_ATTRIBUTES if a in attributes), None)
         incoming = Incoming(trace_id=trace_id, spans=group, source=source,
-                            start=_time(min(starts) if starts else None),
+                            start=start,
                             end=_time(max(ends) if ends else None),
                             attributes=attributes, user_id=user)
         try:  # the mapping is resolved from the first trace, as a scenario's is

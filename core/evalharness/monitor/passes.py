@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,9 @@ class PassSummary:
     unmappable: int = 0
     batches: int = 0
     expired: int = 0
+    """Traces deleted by retention at the start of the pass."""
+    too_old: int = 0
+    """Traces of the sources skipped: older than retention."""
     files: int = 0
     root_causes: dict[str, int] = field(default_factory=dict)
     feedback: Any = None
@@ -64,6 +67,7 @@ class PassSummary:
         return (f"{self.stored} traces stored ({self.evaluated} evaluated, {self.not_sampled} "
                 f"left out by sampling, {self.unmappable} unmappable); {self.known} already "
                 f"stored, {self.pending} pending"
+                + (f", {self.too_old} older than retention (skipped)" if self.too_old else "")
                 + (f"; root causes: {causes}" if causes else ""))
 
 
@@ -109,9 +113,12 @@ class MonitorRun:
         monitor, spec = self.monitor, self.monitor.spec
         summary = PassSummary()
         feedback_rule = any(r.feedback == "down" for r in spec.sampling.always)
+        days = spec.store.retention_days
+        cutoff = (datetime.now(UTC).replace(tzinfo=None) - timedelta(days=days)
+                  if days is not None else None)
         with store.connect(monitor.store_path) as con:
-            summary.expired = store.apply_retention(con, spec.store.retention_days)
-            summary.feedback = self._ingest_feedback(con)
+            summary.expired = store.apply_retention(con, days)
+            summary.feedback = self._ingest_feedback(con, cutoff)
             known = store.stored_ids(con)
             again = store.reconsidered_ids(con) if feedback_rule else set()
             thumbs = thumbs_of(store.feedback_thumbs(con), spec.feedback.key)
@@ -121,7 +128,8 @@ class MonitorRun:
         found = Pass()
         batch: list[tuple[Incoming, bool, str]] = []
         decided = 0
-        for incoming in read_pass(monitor, known - again, self.step_models, summary=found):
+        for incoming in read_pass(monitor, known - again, self.step_models, summary=found,
+                                  older_than=cutoff):
             if limit is not None and decided >= limit:
                 break
             decided += 1
@@ -139,17 +147,40 @@ class MonitorRun:
         if batch and not summary.stopped:
             self._flush(batch, again, salt, summary)
         summary.seen, summary.known, summary.pending = found.seen, found.known, found.pending
+        summary.too_old = found.too_old
         summary.files = len(found.files)
         return summary
 
-    def _ingest_feedback(self, con: Any) -> Any:
-        """Users' feedback from ``feedback.path``, when the feedback module is installed."""
+    def check_drift(self, warn: Callable[[str], None]) -> tuple[dict[str, Any] | None, list]:
+        """The drift check over the store (``drift:``), its alarms recorded (one transaction)
+        and the new and resolved ones sent through ``alerts:``; the check (``None``: disabled,
+        or no evaluated trace yet) and the alerts sent."""
+        from evalharness.monitor.alerts import run_check, send, update_alarms
+
+        spec = self.monitor.spec.drift
+        if not spec.enabled:
+            return None, []
+        with store.connect(self.monitor.store_path) as con:
+            check = run_check(con, recent=spec.recent, baseline=spec.baseline, q=spec.q,
+                              min_n=spec.min_n)
+            if check is None:
+                return None, []
+            alerts = update_alarms(con, check, monitor=self.monitor.name,
+                                   store=str(self.monitor.store_path))
+        if alerts and self.monitor.senders:
+            send(alerts, self.monitor.senders, warn)
+        return check, alerts
+
+    def _ingest_feedback(self, con: Any, older_than: datetime | None) -> Any:
+        """Users' feedback from ``feedback.path``, when the feedback module is installed;
+        records given before ``older_than`` (retention) are left out."""
         path = self.monitor.feedback_path
         ingest = getattr(self.feedback, "ingest_file", None)
         if path is None or ingest is None:
             return None
         return ingest(con, path, key=self.monitor.spec.feedback.key,
-                      redact_user_ids=self.monitor.spec.redact.user_ids)
+                      redact_user_ids=self.monitor.spec.redact.user_ids,
+                      wait=self.monitor.spec.feedback.wait_span, older_than=older_than)
 
     def _resolve(self, con: Any) -> None:
         """The feedback module's matching of feedback to the traces just stored."""

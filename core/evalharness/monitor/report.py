@@ -19,10 +19,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,18 @@ import click
 import numpy as np
 
 from evalharness.errors import InputError, OutputError
+from evalharness.exitcodes import ALARM
+from evalharness.monitor.store import NO_ROUTE, UNATTRIBUTED
+from evalharness.monitor.timespans import iso, parse_time
 from evalharness.review import stats as S
-from evalharness.stats import RESAMPLES, bootstrap_ci, bootstrap_sums, percentile_ci, seed_for
+from evalharness.stats import (
+    RESAMPLES,
+    bootstrap_ci,
+    bootstrap_sums,
+    percentile_ci,
+    seed_for,
+    wilson,
+)
 
 REPORT_VERSION = 1
 """The version of report.json's shape (docs/monitor.md, "report.json")."""
@@ -48,17 +57,9 @@ MAX_TRACES = 300
 MAX_WINDOW_LINKS = 20
 """Failed traces linked from one window's row."""
 
-NO_ROUTE = "(no route)"
-UNATTRIBUTED = "unattributed"
-"""A failed trace whose root cause is NULL (no component on its path failed its verdict
-although the trace failed, or a verdict was undecided)."""
 
 ROOT_CAUSE_NOTE = ("Without gold labels, a trace's root cause is the first component on its "
                    "taken path whose reference-free verdict fails.")
-
-_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
-_UNITS = {"m": timedelta(minutes=1), "min": timedelta(minutes=1), "h": timedelta(hours=1),
-          "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,63 +67,7 @@ _UNITS = {"m": timedelta(minutes=1), "min": timedelta(minutes=1), "h": timedelta
 # --------------------------------------------------------------------------------------------
 
 
-def parse_time(text: str, *, now: datetime) -> datetime:
-    """A ``--since``/``--until`` value as a naive UTC datetime: a span back from ``now``
-    (``90m``, ``24h``, ``7d``, ``2w``), a date (midnight UTC) or an ISO datetime (UTC when it
-    names no offset).
 
-    >>> now = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
-    >>> parse_time("7d", now=now), parse_time("24h", now=now)
-    (datetime.datetime(2026, 11, 29, 12, 0), datetime.datetime(2026, 12, 5, 12, 0))
-    >>> parse_time("2026-12-01", now=now), parse_time("2026-12-01T08:30+01:00", now=now)
-    (datetime.datetime(2026, 12, 1, 0, 0), datetime.datetime(2026, 12, 1, 7, 30))
-    >>> parse_time("last week", now=now)
-    Traceback (most recent call last):
-    ...
-    evalharness.errors.InputError: 'last week' is no time: give a span back from now (90m, 24h, 7d, 2w), a date (2026-12-01) or an ISO datetime (2026-12-01T08:00Z)
-    """
-    found = _RELATIVE.match(text)
-    if found:
-        span = _UNITS[found.group(2).lower()] * float(found.group(1))
-        return (now.astimezone(UTC) - span).replace(tzinfo=None)
-    value = text.strip()
-    try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            return datetime.combine(date.fromisoformat(value), datetime.min.time())
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        parsed = None
-    if parsed is None:
-        raise InputError(f"{text!r} is no time: give a span back from now (90m, 24h, 7d, 2w), "
-                         "a date (2026-12-01) or an ISO datetime (2026-12-01T08:00Z)")
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    return parsed
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> list[float] | None:
-    """The 95% Wilson score interval of a proportion ``k / n``; ``None`` when ``n`` is 0.
-
-    >>> [round(v, 4) for v in wilson(8, 10)]
-    [0.4902, 0.9433]
-    >>> wilson(0, 0) is None, wilson(5, 5)[1]
-    (True, 1.0)
-    """
-    if n <= 0:
-        return None
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, centre - half), min(1.0, centre + half)]
-
-
-def iso(value: datetime | None) -> str | None:
-    """A naive UTC datetime as ISO 8601 with ``Z``.
-
-    >>> iso(datetime(2026, 12, 1, 8, 30))
-    '2026-12-01T08:30:00Z'
-    """
-    return None if value is None else value.replace(tzinfo=None).isoformat() + "Z"
 
 
 def mean_summary(values: Sequence[float], errors: int, *names: str) -> dict[str, Any]:
@@ -305,22 +250,40 @@ def _windows(con: Any, size: str, components: list[str], labels: list[dict[str, 
 
 def _labels(con: Any) -> list[dict[str, Any]]:
     """The users' labels of the period's traces: per trace and user, the latest thumbs and
-    the latest score (each the last non-NULL one by ``received_at``)."""
+    the latest score (each the last non-NULL one by ``received_at``), and what the user
+    says of the trace (:func:`user_says`)."""
     rows = con.execute(
         "SELECT f.trace_id, COALESCE(f.user_id, ''), f.thumbs, f.score, s.passed, s.status, "
+        "s.route, "
         f"{', '.join('s.' + c for c in _window_cols(con))} "
         "FROM feedback f JOIN sel s USING (trace_id) "
         "ORDER BY f.received_at, f.feedback_id").fetchall()
     labels: dict[tuple[str, str], dict[str, Any]] = {}
-    for trace_id, user, thumbs, score, passed, status, *buckets in rows:
+    for trace_id, user, thumbs, score, passed, status, route, *buckets in rows:
         label = labels.setdefault((trace_id, user), {
             "trace_id": trace_id, "user": user, "thumbs": None, "score": None,
-            "passed": passed, "status": status, "buckets": buckets})
+            "passed": passed, "status": status, "route": route, "buckets": buckets})
         if thumbs is not None:
             label["thumbs"] = int(thumbs)
         if score is not None:
             label["score"] = float(score)
+    for label in labels.values():
+        label["says"] = user_says(label["thumbs"], label["score"])
     return list(labels.values())
+
+
+def user_says(thumbs: int | None, score: float | None) -> bool | None:
+    """Whether a user's label passes the trace: their thumbs (up: pass), else their 1–5 score
+    (4 or 5: pass, 1 or 2: fail, 3: no label), else nothing.
+
+    >>> user_says(-1, 5), user_says(None, 4), user_says(None, 2.5), user_says(None, 3)
+    (False, True, False, None)
+    """
+    if thumbs is not None:
+        return thumbs > 0
+    if score is None or score == 3:
+        return None
+    return score > 3
 
 
 def _window_cols(con: Any) -> list[str]:
@@ -341,14 +304,17 @@ def _thumbs_by(con: Any, col: str, labels: list[dict[str, Any]]
 
 
 def _feedback(con: Any, labels: list[dict[str, Any]], evaluated: int,
-              since: datetime | None, until: datetime | None) -> dict[str, Any]:
+              since: datetime | None, until: datetime | None,
+              wait: timedelta) -> dict[str, Any]:
+    from evalharness.monitor.feedback import unknown_where
+
     records = con.execute(
         "SELECT count(*), count(*) FILTER (comment IS NOT NULL AND comment <> '') "
         "FROM feedback WHERE trace_id IN (SELECT trace_id FROM sel)").fetchone()
-    unknown = con.execute(
-        "SELECT count(*) FROM feedback f WHERE (f.trace_id IS NULL OR f.trace_id NOT IN "
-        "(SELECT trace_id FROM traces)) AND (? IS NULL OR f.received_at >= ?) "
-        "AND (? IS NULL OR f.received_at < ?)", [since, since, until, until]).fetchone()[0]
+    unresolved, unknown = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE {unknown_where(wait)}) FROM feedback "
+        "WHERE trace_id IS NULL AND (? IS NULL OR received_at >= ?) "
+        "AND (? IS NULL OR received_at < ?)", [since, since, until, until]).fetchone()
     thumbs = [lb["thumbs"] for lb in labels if lb["thumbs"] is not None]
     up = sum(1 for t in thumbs if t > 0)
     scores = [lb["score"] for lb in labels if lb["score"] is not None]
@@ -357,7 +323,7 @@ def _feedback(con: Any, labels: list[dict[str, Any]], evaluated: int,
                                                      or lb["score"] is not None)}
     return {
         "records": int(records[0]), "comments": int(records[1]),
-        "unknown_trace": int(unknown),
+        "unknown_trace": int(unknown), "waiting": int(unresolved - unknown),
         "labels": len(labels),
         "thumbs": {"up": up, "down": len(thumbs) - up,
                    "up_share": up / len(thumbs) if thumbs else None,
@@ -445,27 +411,34 @@ def agreement_cis(judge_pass: Sequence[bool], user_up: Sequence[bool], *, seed: 
     return ci(kappa), ci(balanced)
 
 
-def _agreement(con: Any, labels: list[dict[str, Any]], components: list[str]
-               ) -> dict[str, Any]:
-    thumbed = [lb for lb in labels if lb["thumbs"] is not None and lb["status"] == "evaluated"]
-    e2e = [lb for lb in thumbed if lb["passed"] is not None]
+def _agreement(con: Any, labels: list[dict[str, Any]], components: list[str],
+               routes: Sequence[str]) -> dict[str, Any]:
+    said = [lb for lb in labels if lb["says"] is not None and lb["status"] == "evaluated"]
+    e2e = [lb for lb in said if lb["passed"] is not None]
     verdicts: dict[tuple[str, str], bool] = {
         (t, c): bool(p) for t, c, p in con.execute(
             "SELECT trace_id, component, passed FROM verdicts WHERE passed IS NOT NULL "
             "AND trace_id IN (SELECT trace_id FROM sel)").fetchall()}
     per_component = {}
     for comp in components:
-        rows = [(verdicts[(lb["trace_id"], comp)], lb["thumbs"] > 0) for lb in thumbed
+        rows = [(verdicts[(lb["trace_id"], comp)], lb["says"]) for lb in said
                 if (lb["trace_id"], comp) in verdicts]
         per_component[comp] = agreement_block([r[0] for r in rows], [r[1] for r in rows],
                                               comp)
+    per_route = {}
+    for route in routes:
+        rows = [lb for lb in e2e if lb["route"] == route]
+        per_route[route] = agreement_block([bool(lb["passed"]) for lb in rows],
+                                           [lb["says"] for lb in rows], "end_to_end", route)
     return {
-        "unit": "one row per trace and user: the user's latest thumbs (down = fail) against "
-                "the judge's verdict of that trace",
+        "unit": "one row per trace and user: what the user says of the trace — their latest "
+                "thumbs (down = fail), else their latest score (1–2 fail, 4–5 pass, 3 no "
+                "label) — against the judge's verdict of that trace",
         "min_n": MIN_AGREEMENT,
         "end_to_end": agreement_block([bool(lb["passed"]) for lb in e2e],
-                                      [lb["thumbs"] > 0 for lb in e2e], "end_to_end"),
+                                      [lb["says"] for lb in e2e], "end_to_end"),
         "components": per_component,
+        "routes": per_route,
     }
 
 
@@ -531,9 +504,16 @@ def _drilldown(con: Any, labels: list[dict[str, Any]], components: list[str]
 
 def build_report(con: Any, *, since: datetime | str | None = None,
                  until: datetime | str | None = None, windows: Sequence[str] = ("day",),
-                 now: datetime | None = None) -> dict[str, Any]:
+                 now: datetime | None = None, wait: timedelta | None = None,
+                 drift: Any = None) -> dict[str, Any]:
     """The report's view model from an open connection to the store (see
-    docs/monitor.md, "report.json" for its keys)."""
+    docs/monitor.md, "report.json" for its keys). ``wait``: how long feedback waits for its
+    trace (``feedback.wait``; default 24 hours) before it counts as for an unknown trace.
+    ``drift``: MONITOR.yaml's ``drift:`` (:class:`~evalharness.monitor.config.DriftSpec`),
+    default its defaults; the check covers the whole store up to ``until`` (its baseline may
+    lie before ``since``)."""
+    from evalharness.monitor.feedback import WAIT
+
     now = now or datetime.now(UTC)
     start, end = _when(since, now), _when(until, now)
     unknown = [w for w in windows if w not in WINDOWS]
@@ -576,16 +556,31 @@ def build_report(con: Any, *, since: datetime | str | None = None,
         "per_component": per_component,
         "root_causes": _root_causes(con),
         "windows": {w: _windows(con, w, components, labels) for w in windows},
-        "feedback": _feedback(con, labels, traffic["evaluated"], start, end),
-        "agreement": _agreement(con, labels, components),
+        "feedback": _feedback(con, labels, traffic["evaluated"], start, end, wait or WAIT),
+        "agreement": _agreement(con, labels, components, list(traffic["routes"])),
         "drilldown": _drilldown(con, labels, components),
+        **_drift(con, drift, end),
     }
+
+
+def _drift(con: Any, drift: Any, until: datetime | None) -> dict[str, Any]:
+    from evalharness.monitor.alerts import run_check
+    from evalharness.monitor.config import DriftSpec
+
+    spec = drift or DriftSpec()
+    if not spec.enabled:
+        return {"drift": None, "drift_note": "`drift: {enabled: false}` in MONITOR.yaml"}
+    check = run_check(con, recent=spec.recent, baseline=spec.baseline, q=spec.q,
+                      min_n=spec.min_n, until=until)
+    return {"drift": check,
+            "drift_note": None if check else "the store holds no evaluated trace"}
 
 
 def write_report(store_path: Path | str, out_dir: Path | str, *,
                  since: datetime | str | None = None, until: datetime | str | None = None,
                  monitor: Path | str | None = None, windows: Sequence[str] = ("day",),
-                 name: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+                 name: str | None = None, now: datetime | None = None,
+                 wait: timedelta | None = None, drift: Any = None) -> dict[str, Any]:
     """Read the store at ``store_path`` and write ``out_dir``/report.json, report.md and
     report.html from one view model, which is returned.
 
@@ -603,7 +598,8 @@ shown, never read here).
         raise InputError(f"{store_path}: no monitor store there; run `evalharness monitor "
                          "MONITOR.yaml --once` first, or check `store.path` in MONITOR.yaml")
     with connect(store_path, read_only=True) as con:
-        view = build_report(con, since=since, until=until, windows=windows, now=now)
+        view = build_report(con, since=since, until=until, windows=windows, now=now,
+                            wait=wait, drift=drift)
     view["store"] = str(store_path)
     view["monitor"] = None if monitor is None else str(monitor)
     view["name"] = name
@@ -624,9 +620,9 @@ shown, never read here).
 # --------------------------------------------------------------------------------------------
 
 
-def monitor_settings(monitor: Path) -> tuple[Path, list[str], str]:
+def monitor_settings(monitor: Path) -> tuple[Path, list[str], str, timedelta, Any]:
     """What the report needs of MONITOR.yaml: the store (``store.path``, relative to the
-    file), the windows and a name. Reads and validates the file alone
+    file), the windows, a name, how long feedback waits for its trace and the drift check. Reads and validates the file alone
     (:func:`evalharness.monitor.config.read_monitor_file`): the scenario is not loaded, so a
     report can be written where the scenario's files are not."""
     from evalharness.monitor.config import read_monitor_file
@@ -635,7 +631,8 @@ def monitor_settings(monitor: Path) -> tuple[Path, list[str], str]:
     store = Path(spec.store.path)
     if not store.is_absolute():
         store = Path(os.path.normpath(monitor.parent / store))
-    return store, list(spec.windows), spec.name or monitor.stem
+    return (store, list(spec.windows), spec.name or monitor.stem, spec.feedback.wait_span,
+            spec.drift)
 
 
 class TimeParam(click.ParamType):
@@ -675,7 +672,9 @@ def report_command(monitor_file: Path, since: datetime | None, until: datetime |
     window, root-cause shares, users' feedback and how far the judge agrees with them.
 
     Writes report.json, report.md and report.html (with every failed or thumbs-down trace)
-    and prints a summary. Reads the store only, so it may run while the monitor does.
+    and prints a summary. Reads the store only, so it may run while the monitor does. With
+    the drift check's recent window against its baseline (MONITOR.yaml `drift:`); exits 5
+    when an alarm fires (after writing the report).
 
     \b
     Examples:
@@ -688,11 +687,14 @@ def report_command(monitor_file: Path, since: datetime | None, until: datetime |
         raise click.BadParameter(f"--since ({iso(since)}) is not before --until "
                                  f"({iso(until)})", param_hint="--since")
     out = out_dir if out_dir is not None else monitor_file.parent / "monitor-report"
-    store, configured, name = monitor_settings(monitor_file)
+    store, configured, name, wait, drift = monitor_settings(monitor_file)
     view = write_report(store, out, since=since, until=until, monitor=monitor_file,
-                        windows=windows or configured, name=name)
+                        windows=windows or configured, name=name, wait=wait, drift=drift)
+    alarms = len((view.get("drift") or {}).get("alarms") or [])
     if as_json:
         click.echo(json.dumps(view, indent=2, ensure_ascii=False))
+        if alarms:
+            raise SystemExit(ALARM)
         return
     from rich.console import Console
 
@@ -700,3 +702,5 @@ def report_command(monitor_file: Path, since: datetime | None, until: datetime |
 
     print_summary(view, Console())
     click.echo(f"wrote {out / 'report.json'}, report.md and report.html")
+    if alarms:  # after the report: a CI job or cron branches on it (docs/ci.md)
+        raise SystemExit(ALARM)

@@ -200,17 +200,77 @@ def _window_charts(view: dict[str, Any], colours: dict[str, str]) -> dict[str, A
     return out
 
 
+WHAT = {"verdict": "verdict pass rate", "end_to_end": "end-to-end pass rate",
+        "root_cause_share": "share of failed traces it caused"}
+"""How a drift test's kind reads in a table (a metric test reads as the metric's name)."""
+
+
+def drift_rows(check: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The drift check (``view["drift"]``) with what the page and report.md show of each
+    test: ``what``, each window's value, the change, its CI, p and q as text."""
+    if not check:
+        return None
+    from evalharness.monitor.drift import alarm_key, window_text
+
+    def value(side: dict[str, Any], kind: str) -> str:
+        if kind == "metric":
+            return f"{number(side.get('mean'))} (n {side.get('n', 0)})"
+        return f"{percent(side.get('rate'))} ({side.get('count', 0)}/{side.get('n', 0)})"
+
+    def shown(t: dict[str, Any]) -> dict[str, Any]:
+        rate = t["kind"] != "metric"
+        effect, ci = t.get("effect"), t.get("ci95")
+        fmt = (lambda x: f"{x * 100:+.1f} pt") if rate else (lambda x: f"{x:+.3g}")
+        return {**t, "key": alarm_key(t), "what": t.get("metric") or WHAT[t["kind"]],
+                "baseline_text": value(t["baseline"], t["kind"]),
+                "recent_text": value(t["recent"], t["kind"]),
+                "effect_text": "—" if effect is None else fmt(effect),
+                "ci_text": "—" if not ci else f"{fmt(ci[0])} to {fmt(ci[1])}",
+                "p_text": fmt_p(t.get("p")), "q_text": fmt_p(t.get("p_adjusted"))}
+
+    tests = [shown(t) for t in check["tests"]]
+    e2e = next((t for t in check["tests"] if t["kind"] == "end_to_end"
+                and t["route"] == "all"), None)
+    at = {w: _parse_iso(check[w]) for w in ("baseline", "recent")}
+    return {**check, "tests": tests, "alarms": [t for t in tests if t["alarm"]],
+            "tested": sum(1 for t in tests if t["skipped"] is None),
+            "skipped": sum(1 for t in tests if t["skipped"] is not None),
+            "baseline_span": window_text(*at["baseline"]),
+            "recent_span": window_text(*at["recent"]),
+            "baseline_n": e2e["baseline"]["n"] if e2e else 0,
+            "recent_n": e2e["recent"]["n"] if e2e else 0}
+
+
+def _parse_iso(window: dict[str, str]) -> tuple[Any, Any]:
+    from datetime import datetime
+
+    return tuple(datetime.fromisoformat(window[k].replace("Z", "")) for k in ("start", "end"))
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value for people.
+
+    >>> fmt_p(0.00001), fmt_p(0.0123), fmt_p(0.5), fmt_p(None)
+    ('< 0.001', '0.012', '0.50', '—')
+    """
+    if p is None:
+        return "—"
+    if p < 0.001:
+        return "< 0.001"
+    return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
 def render_html(view: dict[str, Any]) -> str:
     """The whole monitor report.html for the view model."""
     colours = colours_of(view)
-    nav = [("#overview", "Overview"), ("#traffic", "Traffic"), ("#components", "Components"),
-           ("#windows", "Windows"), ("#feedback", "Feedback & agreement"),
-           ("#traces", "Traces")]
+    nav = [("#overview", "Overview"), ("#drift", "Drift"), ("#traffic", "Traffic"),
+           ("#components", "Components"), ("#windows", "Windows"),
+           ("#feedback", "Feedback & agreement"), ("#traces", "Traces")]
     return pages.render(
         "monitor.html", csp=CSP, view=view, nav=nav, colours=colours,
         interaction=INTERACTION, good=GOOD, bad=BAD, undecided=UNDECIDED,
         charts=_window_charts(view, colours), window_label=window_label, pct_ci=pct_ci,
-        when=when,
+        when=when, drift=drift_rows(view.get("drift")),
         shown={t["trace_id"] for t in view["drilldown"]["traces"]})
 
 
@@ -257,6 +317,21 @@ def _agreement_md(name: str, a: dict[str, Any]) -> list[Any]:
             a["note"] or ("" if a["enough"] else "n too small")]
 
 
+def _drift_md(d: dict[str, Any] | None, note: str | None) -> list[str]:
+    lines = ["## Drift", ""]
+    if not d:
+        return [*lines, f"No drift check: {note or 'the store holds no evaluated trace'}.", ""]
+    lines += [f"The recent window, {d['recent_span']} ({d['recent_n']} evaluated traces), "
+              f"against the baseline before it, {d['baseline_span']} ({d['baseline_n']}): "
+              f"{d['tested']} tests, {d['skipped']} skipped (fewer than {d['min_n']} values in "
+              f"a window), one Benjamini–Hochberg family at q = {d['q']}.", ""]
+    if not d["alarms"]:
+        return [*lines, f"No alarm: no test's q-value is at most {d['q']}.", ""]
+    lines += [f"**{len(d['alarms'])} alarm{'s' if len(d['alarms']) != 1 else ''}**:", ""]
+    lines += [f"- {cell(t['message'])}" for t in d["alarms"]]
+    return [*lines, ""]
+
+
 def render_markdown(view: dict[str, Any]) -> str:
     """report.md: the same numbers as report.html, as tables."""
     t = view["traffic"]
@@ -270,6 +345,7 @@ def render_markdown(view: dict[str, Any]) -> str:
                  f"{cell(when(p['until'] or t['last']) or 'now')}; generated "
                  f"{when(view['generated_at'])}.")
     lines += ["", *(f"> {cell(n)}" for n in view["notes"]), ""]
+    lines += _drift_md(drift_rows(view.get("drift")), view.get("drift_note"))
     lines += ["## Traffic", ""]
     head = ["route", "traces", "sampled", "evaluated", "not sampled", "unmappable", "passed",
             "failed", "undecided"]
@@ -323,16 +399,19 @@ def render_markdown(view: dict[str, Any]) -> str:
     f = view["feedback"]
     lines += ["## Feedback", ""]
     lines += _table(["records", "labels (trace × user)", "thumbs up", "thumbs down",
-                     "mean score", "labelled evaluated traces", "for unknown traces"],
+                     "mean score", "labelled evaluated traces", "waiting for their trace",
+                     "for unknown traces"],
                     [[f["records"], f["labels"], f["thumbs"]["up"], f["thumbs"]["down"],
                       f"{number(f['score']['mean'], 2)} (n = {f['score']['n']})",
                       f"{f['labelled_traces']} ({percent(f['labelled_share'])})",
-                      f["unknown_trace"]]])
+                      f["waiting"], f["unknown_trace"]]])
     a = view["agreement"]
     lines += ["## Judge–user agreement", "", f"{a['unit'][:1].upper()}{a['unit'][1:]}; fewer than {a['min_n']} rows is too "
               "small to read as an estimate.", ""]
     rows = [_agreement_md("end to end", a["end_to_end"])]
     rows += [_agreement_md(c, b) for c, b in a["components"].items()]
+    if len(a.get("routes") or {}) > 1:
+        rows += [_agreement_md(f"end to end · route {r}", b) for r, b in a["routes"].items()]
     lines += _table(["verdict", "n", "Cohen's κ (95% CI)", "balanced accuracy (95% CI)",
                      "pass·up / pass·down / fail·up / fail·down", "note"], rows)
     d = view["drilldown"]
@@ -382,7 +461,17 @@ def print_summary(view: dict[str, Any], console: Any) -> None:
         or "none"))
     f, a = view["feedback"], view["agreement"]["end_to_end"]
     console.print(f"feedback: {f['thumbs']['up']} up, {f['thumbs']['down']} down, "
-                  f"{f['unknown_trace']} for unknown traces; judge–user κ "
+                  f"{f['waiting']} waiting for their trace, {f['unknown_trace']} for unknown "
+                  "traces; judge–user κ "
                   + ("—" if not a["kappa"] or a["kappa"]["value"] is None
                      else number(a["kappa"]["value"], 2)) + f" (n = {a['n']})"
                   + ("" if a["enough"] else " [yellow]n too small[/yellow]"))
+    d = drift_rows(view.get("drift"))
+    if d is None:
+        console.print(f"drift: not checked ({escape(view.get('drift_note') or 'no data')})")
+        return
+    console.print(f"drift: {d['recent_span']} against {d['baseline_span']}: "
+                  + (f"[red]{len(d['alarms'])} alarm(s)[/red]" if d["alarms"] else "no alarm")
+                  + f" in {d['tested']} tests ({d['skipped']} skipped)")
+    for t in d["alarms"]:
+        console.print(f"  [red]alarm[/red]: {escape(t['message'])}")

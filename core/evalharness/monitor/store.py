@@ -23,7 +23,14 @@ from typing import Any
 
 from evalharness.errors import InputError
 
-SCHEMA_VERSION = 1
+NO_ROUTE = "(no route)"
+UNATTRIBUTED = "unattributed"
+"""A failed trace whose root cause is NULL (no component on its path failed its verdict
+although the trace failed, or a verdict was undecided)."""
+
+SCHEMA_VERSION = 2
+"""1: traces, metrics, verdicts, feedback, meta. 2: and ``alarms`` (a version-1 store is
+upgraded when a monitor, a report or the feedback endpoint opens it to write)."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -89,6 +96,19 @@ CREATE TABLE IF NOT EXISTS feedback (
     user_id TEXT,
     source TEXT                    -- 'http' or the file and line
 );
+-- drift alarms (version 2): one row per thing an alarm is about, open while it fires
+CREATE TABLE IF NOT EXISTS alarms (
+    key TEXT PRIMARY KEY,          -- kind/component/metric/route
+    kind TEXT NOT NULL,            -- 'metric' | 'verdict' | 'end_to_end' | 'root_cause_share'
+    component TEXT,
+    metric TEXT,
+    route TEXT NOT NULL,           -- 'all' or a route
+    opened_at TIMESTAMP NOT NULL,  -- the check that raised it (UTC)
+    last_seen TIMESTAMP NOT NULL,  -- the last check that found it
+    closed_at TIMESTAMP,           -- the check that found it resolved; NULL while it fires
+    message TEXT,                  -- the last finding, one line
+    details JSON                   -- the last finding's test: windows, effect, CI, p, q
+);
 """
 
 
@@ -114,6 +134,9 @@ def connect_duckdb(path: Path, *, read_only: bool = False, wait_s: float = 30.0)
         found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if found is None:
             con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        elif int(found[0]) == 1:  # version 2 only added `alarms`, created above
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                        [str(SCHEMA_VERSION)])
         elif int(found[0]) != SCHEMA_VERSION:
             con.close()
             raise InputError(f"{path}: store schema version {found[0]}; this evalharness "
@@ -163,11 +186,12 @@ def sampling_counts(con: Any) -> dict[str | None, list[int]]:
 
 def apply_retention(con: Any, days: float | None) -> int:
     """Delete traces older than ``days`` (by start time, else by when stored) with their
-    metrics, verdicts and feedback, in one transaction; the number of traces deleted."""
+    metrics, verdicts and feedback, and feedback joined to no trace given before then, in one
+    transaction; the number of traces deleted."""
     if days is None:
         return 0
-    old = ("SELECT trace_id FROM traces WHERE coalesce(start_time, stored_at) < "
-           f"(now()::TIMESTAMP - INTERVAL {float(days) * 86400:.0f} SECOND)")
+    cutoff = f"(now()::TIMESTAMP - INTERVAL {float(days) * 86400:.0f} SECOND)"
+    old = f"SELECT trace_id FROM traces WHERE coalesce(start_time, stored_at) < {cutoff}"
     con.execute("BEGIN TRANSACTION")
     try:
         n = con.execute(f"SELECT count(*) FROM ({old})").fetchone()[0]
@@ -175,6 +199,7 @@ def apply_retention(con: Any, days: float | None) -> int:
             for table in ("metrics", "verdicts", "feedback"):
                 con.execute(f"DELETE FROM {table} WHERE trace_id IN ({old})")
             con.execute(f"DELETE FROM traces WHERE trace_id IN ({old})")
+        con.execute(f"DELETE FROM feedback WHERE trace_id IS NULL AND received_at < {cutoff}")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
