@@ -283,6 +283,14 @@ def test_once_exits_5_naming_the_generator_and_the_plugin_sender_gets_the_alarms
                                          "end": "2026-12-05T20:00:00Z"}
     html = (folder / "report" / "report.html").read_text()
     assert 'id="drift"' in html and 'class="alarm"' in html
+    # the trend charts: the generator's gate as a line, the alarm's windows ringed (the
+    # faithfulness chart of each window size has the ring; no unalarmed metric has one)
+    assert "<title>verdict: faithfulness &gt;= 0.50</title>" in html
+    charts = html.split('<svg class="chart window-metric"')[1:]
+    ringed = {c.split('data-metric="', 1)[1].split('"', 1)[0] for c in charts
+              if 'class="alarm-ring"' in c.split("</svg>", 1)[0]}
+    alarmed = {t["metric"] for t in alarms if t["kind"] == "metric" and t["route"] == "all"}
+    assert "faithfulness" in ringed and ringed == alarmed
     assert "## Drift" in (folder / "report" / "report.md").read_text()
 
 

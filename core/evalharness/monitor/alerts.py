@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from evalharness.monitor.drift import alarm_key, check_drift, windows_from
@@ -94,7 +94,7 @@ def update_alarms(con: Any, check: dict[str, Any], *, monitor: str, store: str =
     """Record ``check``'s alarms in the store's ``alarms`` table, in one transaction; the
     alerts to send: every alarm not firing before (``firing``), every firing alarm the check
     tested and found no drift in (``resolved``)."""
-    now = now or datetime.now()
+    now = now or datetime.now(UTC).replace(tzinfo=None)
     about = {"baseline": check["baseline"], "recent": check["recent"], "q": check["q"]}
     firing = {alarm_key(t): t for t in check["alarms"]}
     tested = {alarm_key(t): t for t in check["tests"] if t["skipped"] is None}

@@ -559,8 +559,21 @@ def build_report(con: Any, *, since: datetime | str | None = None,
         "feedback": _feedback(con, labels, traffic["evaluated"], start, end, wait or WAIT),
         "agreement": _agreement(con, labels, components, list(traffic["routes"])),
         "drilldown": _drilldown(con, labels, components),
+        "criteria": _criteria(con),
         **_drift(con, drift, end),
     }
+
+
+def _criteria(con: Any) -> dict[str, list[str]]:
+    """Per component: the verdict criteria of the period's traces (the charts draw a
+    one-threshold criterion as a line)."""
+    rows = con.execute("SELECT component, criterion FROM verdicts WHERE criterion IS NOT NULL "
+                       "AND trace_id IN (SELECT trace_id FROM sel) GROUP BY ALL "
+                       "ORDER BY component, criterion").fetchall()
+    out: dict[str, list[str]] = {}
+    for comp, criterion in rows:
+        out.setdefault(comp, []).append(criterion)
+    return out
 
 
 def _drift(con: Any, drift: Any, until: datetime | None) -> dict[str, Any]:

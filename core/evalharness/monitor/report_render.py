@@ -10,6 +10,7 @@ SVG drawn here from :mod:`evalharness.charts`' pieces, every text escaped by
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from evalharness import pages
@@ -71,11 +72,15 @@ def pct_ci(ci: list[float] | None) -> str:
 
 
 def window_metric_chart(component: str, metric: str, points: list[tuple[str, dict | None]],
-                        colour: str) -> Html:
+                        colour: str, *, gate: tuple[str, float] | None = None,
+                        alarmed: set[int] = frozenset()) -> Html:
     """One metric of one component over the windows: the mean of each window as a dot joined
-    by a line, its 95% CI as a vertical whisker; a 0–1 axis when every value fits in it."""
+    by a line, its 95% CI as a vertical whisker; a 0–1 axis when every value fits in it.
+    ``gate``: the component's verdict threshold on this metric (``(">=", 0.5)``), a dashed
+    line; ``alarmed``: the indexes of the windows in a drift alarm's recent window, their dots
+    ringed in red."""
     values = [v for _, s in points if s and s["mean"] is not None
-              for v in (s["mean"], *(s["ci95"] or []))]
+              for v in (s["mean"], *(s["ci95"] or []))] + ([gate[1]] if gate else [])
     unit = all(0 <= v <= 1 for v in values)
     top_value = 1.0 if unit else nice_max(max(values, default=1.0))
     left, top, height = 44.0, 12.0, 110.0
@@ -92,6 +97,14 @@ def window_metric_chart(component: str, metric: str, points: list[tuple[str, dic
 
     def y_of(v: float) -> float:
         return top + height * (1 - min(max(v / top_value, 0.0), 1.0))
+
+    if gate is not None:
+        y = y_of(gate[1])
+        svg.append(Html('<g class="gate"><title>verdict: {} {} {}</title><line x1="{:.1f}" '
+                        'y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/><text class="tick" x="{:.1f}" '
+                        'y="{:.1f}" text-anchor="end">{} {}</text></g>').format(
+            metric, gate[0], number(gate[1], 2), left, y, width - 6, y, width - 6, y - 3,
+            gate[0], number(gate[1], 2)))
 
     line = []
     label_every = max(1, round(len(points) / 8))
@@ -113,6 +126,9 @@ def window_metric_chart(component: str, metric: str, points: list[tuple[str, dic
                             'y2="{hi:.1f}"/><line x1="{a:.1f}" y1="{lo:.1f}" x2="{b:.1f}" '
                             'y2="{lo:.1f}"/><line x1="{a:.1f}" y1="{hi:.1f}" x2="{b:.1f}" '
                             'y2="{hi:.1f}"/></g>').format(x=x, lo=lo, hi=hi, a=x - 3, b=x + 3))
+        if i in alarmed:
+            svg.append(Html('<circle class="alarm-ring" cx="{:.1f}" cy="{:.1f}" r="7"/>')
+                       .format(x, y_of(s["mean"])))
         svg.append(Html('<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/></g>').format(
             x, y_of(s["mean"]), colour))
     if len(line) > 1:
@@ -176,10 +192,51 @@ def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str
 # --------------------------------------------------------------------------------------------
 
 
-def _window_charts(view: dict[str, Any], colours: dict[str, str]) -> dict[str, Any]:
-    """Per window size: the root-cause chart, and per component one chart per metric."""
+GATE = re.compile(r"^\s*([\w@.]+)\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
+"""A verdict criterion that is one threshold on one metric (``faithfulness >= 0.5``)."""
+
+
+def gates_of(criteria: dict[str, list[str]]) -> dict[tuple[str, str], tuple[str, float]]:
+    """Per (component, metric): the threshold a verdict criterion sets on it — a criterion
+    that is one comparison, or comparisons joined by ``and`` (each must hold); one with
+    ``or`` draws no line.
+
+    >>> gates_of({"generator": ["faithfulness >= 0.5 and answer_relevancy >= 0.1"],
+    ...           "sql": ["a >= 1 or b < 2"]})
+    {('generator', 'faithfulness'): ('>=', 0.5), ('generator', 'answer_relevancy'): ('>=', 0.1)}
+    """
     out = {}
+    for comp, texts in criteria.items():
+        for text in texts:
+            if re.search(r"\bor\b", text or ""):
+                continue
+            for part in re.split(r"\s+and\s+", text or ""):
+                found = GATE.match(part)
+                if found:
+                    out[(comp, found.group(1))] = (found.group(2), float(found.group(3)))
+    return out
+
+
+def _alarmed(view: dict[str, Any], windows: list[dict[str, Any]]
+             ) -> dict[tuple[str, str], set[int]]:
+    """Per (component, metric) with a drift alarm over all routes: the indexes of the windows
+    that start inside the alarm's recent window."""
+    drift = view.get("drift") or {}
+    if not drift.get("alarms"):
+        return {}
+    start, end = drift["recent"]["start"], drift["recent"]["end"]
+    inside = {i for i, w in enumerate(windows) if start <= w["start"] < end}
+    return {(t["component"], t["metric"]): inside for t in drift["alarms"]
+            if t["kind"] == "metric" and t["route"] == "all"}
+
+
+def _window_charts(view: dict[str, Any], colours: dict[str, str]) -> dict[str, Any]:
+    """Per window size: the root-cause chart, and per component one chart per metric (its
+    verdict threshold as a line, the windows of a drift alarm ringed)."""
+    out = {}
+    gates = gates_of(view.get("criteria") or {})
     for size, windows in view["windows"].items():
+        alarmed = _alarmed(view, windows)
         per_component = []
         for comp in view["components"]:
             metrics = list(dict.fromkeys(m for w in windows
@@ -190,8 +247,9 @@ def _window_charts(view: dict[str, Any], colours: dict[str, str]) -> dict[str, A
                 points = [(window_label(w["start"], size, short=True),
                            w["components"].get(comp, {}).get("metrics", {}).get(metric))
                           for w in windows]
-                charts.append((metric, window_metric_chart(comp, metric, points,
-                                                           colours[comp])))
+                charts.append((metric, window_metric_chart(
+                    comp, metric, points, colours[comp], gate=gates.get((comp, metric)),
+                    alarmed=alarmed.get((comp, metric), set()))))
             if charts:
                 per_component.append((comp, charts))
         out[size] = {"root_causes": root_cause_chart(windows, size, colours)
