@@ -67,8 +67,9 @@ SHOP = ROOT / "scenarios" / "shop"
 SCENARIO = SHOP / "monitor" / "scenario.yaml"
 EPOCH = datetime(2026, 11, 1)
 """The simulated traffic's first possible start (naive UTC)."""
-FAULT = "generator"
-"""The component whose fault is switched on (``invent_figures``), and whose alarm counts."""
+FAULTS = ("generator", "text2sql", "retriever", "router")
+"""The shop assistant's fault variants (``--fault``): each degrades the component it names,
+whose alarm then counts as the detection."""
 
 
 def _traced() -> Any:
@@ -138,7 +139,8 @@ def make_arm(work: Path, traced: Any, name: str, seed: int, args: argparse.Names
     spans = folder / "traffic" / "spans.jsonl"
     fault_after = args.traces // 2
     run = traced.traffic(args.traces, out=spans, seed=seed,
-                         fault=FAULT if name == "fault" else None, fault_after=fault_after)
+                         fault=args.fault if name == "fault" else None,
+                         fault_after=fault_after)
     if run.dropped:
         raise SystemExit(f"{run.dropped} spans dropped writing {spans}")
     times = arrivals(args.traces, args.per_day, seed)
@@ -177,6 +179,8 @@ class Check:
     """Its windows hold faulty traces (ends after the fault's first trace)."""
     faulty: int
     """Faulty traces started before ``at``."""
+    fault: str = "generator"
+    """The component whose fault the arm's traffic has (or would have)."""
 
     @property
     def components(self) -> set[str]:
@@ -184,7 +188,7 @@ class Check:
 
     @property
     def names_fault(self) -> bool:
-        return FAULT in self.components
+        return self.fault in self.components
 
     @property
     def quality_alarms(self) -> list[dict[str, Any]]:
@@ -233,7 +237,7 @@ def run_checks(arm: Arm, args: argparse.Namespace) -> list[Check]:
             out.append(Check(at, result["alarms"],
                              sum(1 for t in result["tests"] if t["skipped"] is None),
                              sum(1 for t in result["tests"] if t["skipped"] is not None),
-                             after, faulty))
+                             after, faulty, args.fault))
             at += every
     return out
 
@@ -286,7 +290,7 @@ def summarise(arms: list[tuple[Arm, list[Check]]], args: argparse.Namespace) -> 
           f"{counted(Counter(x for c in alarmed for x in c.components))}")
 
     print()
-    print(f"fault arm ({FAULT} fault on from trace {args.traces // 2 + 1} of {args.traces})")
+    print(f"fault arm ({args.fault} fault on from trace {args.traces // 2 + 1} of {args.traces})")
     before = [c for _, cs in fault for c in cs if not c.after_fault]
     before_alarmed = [c for c in before if c.alarms]
     print(f"  repeats                       {len(fault)}")
@@ -294,7 +298,7 @@ def summarise(arms: list[tuple[Arm, list[Check]]], args: argparse.Namespace) -> 
           f"{rate(len(before_alarmed), len(before))} (the control's traffic until then)")
     after = [c for _, cs in fault for c in cs if c.after_fault]
     print(f"  checks after the fault starts {len(after)}; with any alarm "
-          f"{rate(sum(1 for c in after if c.alarms), len(after))}; naming {FAULT} "
+          f"{rate(sum(1 for c in after if c.alarms), len(after))}; naming {args.fault} "
           f"{rate(sum(1 for c in after if c.names_fault), len(after))}")
     hours, traces, first_right, first_other = [], [], 0, Counter()
     detected, first_any, by_latency = 0, 0, 0
@@ -305,19 +309,19 @@ def summarise(arms: list[tuple[Arm, list[Check]]], args: argparse.Namespace) -> 
             detected += 1
             hours.append((hit.at - arm.fault_at).total_seconds() / 3600)
             traces.append(hit.faulty)
-            by_latency += not any(alarm_component(a) == FAULT and not is_latency(a)
+            by_latency += not any(alarm_component(a) == args.fault and not is_latency(a)
                                   for a in hit.alarms)
         first = next((c for c in post if c.alarms), None)
         if first is not None:
             first_any += 1
             first_right += first.names_fault
-            first_other.update(x for x in first.components if x != FAULT)
+            first_other.update(x for x in first.components if x != args.fault)
     print(f"  repeats detected              {rate(detected, len(fault))} (a check after the "
-          f"fault names {FAULT}, before the traffic ends)")
+          f"fault names {args.fault}, before the traffic ends)")
     print(f"  delay, simulated hours        {spread(hours, 'h')}")
     print(f"  delay, faulty traces          {spread([float(t) for t in traces], 'traces', 0)}")
-    print(f"  detections by a {FAULT} latency alarm alone: {by_latency}")
-    print(f"  first alarm after the fault   names {FAULT} in {rate(first_right, first_any)}"
+    print(f"  detections by a {args.fault} latency alarm alone: {by_latency}")
+    print(f"  first alarm after the fault   names {args.fault} in {rate(first_right, first_any)}"
           f" of the repeats with one")
     print(f"    other components in it      {counted(first_other)}")
     print(f"  components alarmed after the fault (checks) "
@@ -342,8 +346,10 @@ def list_alarms(arms: list[tuple[Arm, list[Check]]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--repeats", type=int, default=10, help="seeds 0 … R-1 (10)")
+    parser.add_argument("--fault", choices=FAULTS, default="generator",
+                        help="the fault variant switched on midway (generator: invent_figures)")
     parser.add_argument("--traces", type=int, default=160,
                         help="traces of traffic per arm and repeat; the fault arm's fault is "
                              "on from the second half (160)")
