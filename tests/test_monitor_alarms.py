@@ -304,3 +304,21 @@ def test_report_exits_5_too_and_a_day_without_the_fault_raises_no_alarm(monitore
     drift = json.loads(calm.out)["drift"]
     assert drift["recent"]["start"] == "2026-12-04T00:00:00Z"
     assert drift["alarms"] == [] and sum(1 for t in drift["tests"] if not t["skipped"]) >= 5
+
+
+def test_a_recent_window_under_an_hour_ends_at_the_minute_after_the_newest_trace():
+    """`recent: 30m` with the newest trace at 19:10: the window must hold it (ending at the
+    next whole hour, 20:00, it held 19:30-20:00: nothing, every test skipped)."""
+    from datetime import datetime
+
+    con = store(traffic(1, 40, 10))
+    con.execute("UPDATE traces SET start_time = ?, stored_at = ? WHERE trace_id = "
+                "(SELECT max(trace_id) FROM traces WHERE status = 'evaluated')",
+                [datetime(2026, 12, 9, 19, 10, 30), datetime(2026, 12, 9, 19, 10, 31)])
+    assert A.check_end(con, recent="30m") == datetime(2026, 12, 9, 19, 11)
+    assert A.check_end(con, recent="1d") == datetime(2026, 12, 9, 20, 0)
+    result = A.run_check(con, recent="30m", baseline="2h", q=0.05, min_n=1)
+    assert result["recent"] == {"start": "2026-12-09T18:41:00Z", "end": "2026-12-09T19:11:00Z"}
+    e2e = next(t for t in result["tests"] if t["kind"] == "end_to_end" and t["route"] == "all")
+    assert e2e["recent"]["n"] == 1
+    con.close()

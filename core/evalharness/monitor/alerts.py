@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from evalharness.monitor.drift import alarm_key, check_drift, windows_from
+from evalharness.monitor.timespans import parse_span
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -63,17 +64,22 @@ class Sent:
     failures: list[str] = field(default_factory=list)
 
 
-def check_end(con: Any, until: datetime | None = None) -> datetime | None:
+def check_end(con: Any, until: datetime | None = None, *, recent: str = "1d"
+              ) -> datetime | None:
     """Where a check's recent window ends: ``until``, else the start of the hour after the
-    newest stored trace's start (so that trace is in it, and a check repeated within the hour
-    tests the same windows); ``None`` for a store without traces. The store's traffic is the
-    clock: replayed traffic is checked as live traffic is."""
+    newest stored trace's start — of the minute after it when the ``recent`` span is under an
+    hour — so that trace is in it, and a check repeated within the hour (minute) tests the
+    same windows; ``None`` for a store without traces. The store's traffic is the clock:
+    replayed traffic is checked as live traffic is."""
     if until is not None:
         return until
     newest = con.execute("SELECT max(coalesce(start_time, stored_at)) FROM traces "
                          "WHERE status = 'evaluated'").fetchone()[0]
     if newest is None:
         return None
+    span = parse_span(recent)
+    if span is not None and span < timedelta(hours=1):
+        return newest.replace(second=0, microsecond=0) + timedelta(minutes=1)
     return newest.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 
 
@@ -82,7 +88,7 @@ def run_check(con: Any, *, recent: str, baseline: str, q: float, min_n: int,
     """The drift check over the store (:func:`evalharness.monitor.drift.check_drift`): the
     ``recent`` span (``1d``) ending at :func:`check_end`, against the ``baseline`` span before
     it. ``None`` when the store holds no evaluated trace."""
-    end = check_end(con, until)
+    end = check_end(con, until, recent=recent)
     if end is None:
         return None
     base, rec = windows_from(end, recent=recent, baseline=baseline)
