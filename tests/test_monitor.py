@@ -56,6 +56,15 @@ def monitor_file(folder: Path, *, scenario: Path = SCENARIO, sources: list[Path]
         """)
 
 
+def one_pass(path: Path):
+    """One pass of the monitor of MONITOR.yaml ``path``, in this process; its summary."""
+    run = MonitorRun(load_monitor(path))
+    try:
+        return run.run_pass()
+    finally:
+        run.close()
+
+
 def counts(path: Path) -> dict[str, int]:
     with store.connect(path, read_only=True) as con:
         return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
@@ -108,11 +117,7 @@ def test_evaluators_override_the_scenarios_and_are_checked_as_a_scenarios(tmp_pa
         load_monitor(path)
     path = monitor_file(tmp_path, sources=[FAULTY], rate=1.0,
                         extra="evaluators: {generator: [answer_present]}")
-    run = MonitorRun(load_monitor(path))
-    try:
-        run.run_pass()
-    finally:
-        run.close()
+    one_pass(path)
     with store.connect(tmp_path / "store.duckdb", read_only=True) as con:
         names = con.execute("SELECT DISTINCT component, metric FROM metrics").fetchall()
     assert sorted(names) == [("generator", "answer_present"), ("generator", "answer_words")]
@@ -121,11 +126,7 @@ def test_evaluators_override_the_scenarios_and_are_checked_as_a_scenarios(tmp_pa
 def test_redaction_drops_user_ids_and_texts(tmp_path):
     path = monitor_file(tmp_path, sources=[FAULTY], rate=1.0,
                         extra="redact: {user_ids: drop, texts: drop}")
-    run = MonitorRun(load_monitor(path))
-    try:
-        run.run_pass()
-    finally:
-        run.close()
+    one_pass(path)
     with store.connect(tmp_path / "store.duckdb", read_only=True) as con:
         rows = con.execute("SELECT question, answer, user_id, trace FROM traces").fetchall()
         users = con.execute("SELECT count(user_id) FROM feedback").fetchone()[0]
@@ -404,11 +405,7 @@ def test_retention_deletes_old_traces_and_intake_skips_them_for_good(tmp_path):
     cut = datetime(2026, 12, 4, 12, 0)  # the recorded traffic runs from 12-03 to 12-05
     days = (datetime.now(UTC).replace(tzinfo=None) - cut) / timedelta(days=1)
     fast = "evaluators: {generator: [answer_present]}"
-    run = MonitorRun(load_monitor(monitor_file(tmp_path, rate=1.0, extra=fast)))
-    try:
-        assert run.run_pass().stored == 60
-    finally:
-        run.close()
+    assert one_pass(monitor_file(tmp_path, rate=1.0, extra=fast)).stored == 60
     with store.connect(tmp_path / "store.duckdb", read_only=True) as con:
         old = con.execute("SELECT count(*) FROM traces WHERE start_time < ?", [cut]).fetchone()[0]
         old_feedback = con.execute("SELECT count(*) FROM feedback f JOIN traces t USING "

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 import evalharness.jsonlimits as jsonlimits
 from evalharness.context import jsonl_error, read_jsonl
 from evalharness.errors import InputError
+from evalharness.formatting import fmt_p
 from evalharness.models import SCHEMA_VERSION, CaseResult
 from evalharness.plugins import installed_declaration
 from evalharness.render import fmt
@@ -698,17 +699,6 @@ FLAGS = {
     "run_level": "[dim]per run: not tested[/dim]",
 }
 MARKS = {"higher": "", "lower": " ↓", "neutral": " ·"}
-
-
-def fmt_p(p: float | None) -> str:
-    """A p-value for a table.
-
-    >>> fmt_p(0.00001), fmt_p(0.0421), fmt_p(1.0), fmt_p(None)
-    ('<0.001', '0.042', '1.000', '—')
-    """
-    if p is None:
-        return "—"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def fmt_delta(value: float | None, digits: int = 3) -> str:

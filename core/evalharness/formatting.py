@@ -115,3 +115,14 @@ def short_json(value: Any, limit: int) -> str:
     ('{"k": "é", "n": [1, 2]}', '[0, 1, 2,…')
     """
     return short(json.dumps(value, ensure_ascii=False, default=str), limit)
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value for a table.
+
+    >>> fmt_p(0.00001), fmt_p(0.0421), fmt_p(1.0), fmt_p(None)
+    ('<0.001', '0.042', '1.000', '—')
+    """
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"

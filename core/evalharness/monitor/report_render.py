@@ -10,12 +10,11 @@ SVG drawn here from :mod:`evalharness.charts`' pieces, every text escaped by
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from evalharness import pages
 from evalharness.charts import INTERACTION, PALETTE, nice_max, svg_open, text_width
-from evalharness.formatting import ci_range, number, percent
+from evalharness.formatting import ci_range, fmt_p, number, percent
 from evalharness.pages import Html
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -192,28 +191,25 @@ def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str
 # --------------------------------------------------------------------------------------------
 
 
-GATE = re.compile(r"^\s*([\w@.]+)\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
-"""A verdict criterion that is one threshold on one metric (``faithfulness >= 0.5``)."""
-
-
 def gates_of(criteria: dict[str, list[str]]) -> dict[tuple[str, str], tuple[str, float]]:
-    """Per (component, metric): the threshold a verdict criterion sets on it — a criterion
-    that is one comparison, or comparisons joined by ``and`` (each must hold); one with
-    ``or`` draws no line.
+    """Per (component, metric): the threshold a verdict criterion sets on it. The monitor
+    writes a component's criterion as its gates joined by ``and``
+    (:mod:`evalharness.monitor.evaluate`); each part is read back with the scenario's
+    :func:`~evalharness.scenario.parse_criterion`.
 
     >>> gates_of({"generator": ["faithfulness >= 0.5 and answer_relevancy >= 0.1"],
-    ...           "sql": ["a >= 1 or b < 2"]})
+    ...           "router": ["looks fine"]})
     {('generator', 'faithfulness'): ('>=', 0.5), ('generator', 'answer_relevancy'): ('>=', 0.1)}
     """
+    from evalharness.scenario import parse_criterion
+
     out = {}
     for comp, texts in criteria.items():
         for text in texts:
-            if re.search(r"\bor\b", text or ""):
-                continue
-            for part in re.split(r"\s+and\s+", text or ""):
-                found = GATE.match(part)
-                if found:
-                    out[(comp, found.group(1))] = (found.group(2), float(found.group(3)))
+            for part in (text or "").split(" and "):
+                gate = parse_criterion(part, comp)
+                if gate is not None:
+                    out[(comp, gate.metric)] = (gate.op, gate.threshold)
     return out
 
 
@@ -303,19 +299,6 @@ def _parse_iso(window: dict[str, str]) -> tuple[Any, Any]:
     from datetime import datetime
 
     return tuple(datetime.fromisoformat(window[k].replace("Z", "")) for k in ("start", "end"))
-
-
-def fmt_p(p: float | None) -> str:
-    """A p-value for people.
-
-    >>> fmt_p(0.00001), fmt_p(0.0123), fmt_p(0.5), fmt_p(None)
-    ('< 0.001', '0.012', '0.50', '—')
-    """
-    if p is None:
-        return "—"
-    if p < 0.001:
-        return "< 0.001"
-    return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
 def render_html(view: dict[str, Any]) -> str:
