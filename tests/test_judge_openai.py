@@ -72,6 +72,37 @@ def test_429_forever_is_an_error(server, tmp_path):
     assert j.output is None and "RateLimitError" in j.error and j.requests == 3
 
 
+def test_a_judge_that_is_down_is_told_apart_from_one_that_answers_wrongly(server, tmp_path):
+    """`unavailable` (what the monitor retries later) is set when the endpoint was down — 429
+    or 5xx after the retries, no connection — and not for an answer it refused (HTTP 401)
+    or one that is no JSON; the record carries it only when set."""
+    server.fail_429 = 100
+    judge = judge_for(server, tmp_path, cache_mode="off", max_retries=0)
+    (busy,) = judge.run_many(CLAIMS, [INPUT])
+    server.fail_429, server.fail_500 = 0, 100
+    (failing,) = judge.run_many(CLAIMS, [INPUT])
+    server.fail_500, server.fail_401 = 0, 100
+    (refused,) = judge.run_many(CLAIMS, [INPUT])
+    server.fail_401, server.garbage = 0, 100
+    (garbage,) = judge.run_many(CLAIMS, [INPUT])
+    judge.close()
+    assert busy.unavailable and failing.unavailable
+    assert busy.record()["unavailable"] is True
+    assert refused.error and not refused.unavailable
+    assert garbage.error and not garbage.unavailable and "unavailable" not in garbage.record()
+    closed = FakeOpenAI()
+    port = closed.httpd.server_address[1]
+    closed.httpd.server_close()  # nothing listens there
+    config = JudgeConfig(backend="openai", model="judge-1", max_retries=0, cache_mode="off",
+                         base_url=f"http://127.0.0.1:{port}/v1", embedding_model="e-1")
+    down = OpenAIJudge(config)
+    (j,) = down.run_many(CLAIMS, [INPUT])
+    (vectors,) = down.embed_many([["a text"]])
+    down.close()
+    assert j.unavailable and "could not connect" in j.error
+    assert vectors.unavailable and vectors.record()["unavailable"] is True
+
+
 def test_timeout(server, tmp_path):
     server.hang_s = 1.5
     judge = judge_for(server, tmp_path, cache_mode="off", timeout_s=0.3, max_retries=1)

@@ -193,6 +193,9 @@ class Judgment(BaseModel):
     flight): no request of its own; counted like a cache hit."""
     refused: bool = False
     """Not requested: the judge's cost ceiling (``judge.max_cost``) was reached."""
+    unavailable: bool = False
+    """No answer because the endpoint was down (no connection, deadlines, HTTP 429 or 5xx
+    after the retries), not because it answered wrongly: asking later may succeed."""
     requests: int = 0
     """Requests sent for this judgment (retries and a re-ask included; 0 when cached or
     shared)."""
@@ -210,6 +213,8 @@ class Judgment(BaseModel):
         out = self.model_dump(mode="json", exclude={"output"})
         if not self.refused:
             del out["refused"]  # records as before the ceiling existed
+        if not self.unavailable:
+            del out["unavailable"]
         out["output"] = self.output.model_dump(mode="json") if self.output is not None else None
         out["kind"] = "chat"
         return out
@@ -238,6 +243,8 @@ class Embeddings:
     """Vectors came from another call's request in flight, none from a request of its own."""
     refused: bool = False
     """Not requested: the judge's cost ceiling (``judge.max_cost``) was reached."""
+    unavailable: bool = False
+    """No vectors because the endpoint was down (see :attr:`Judgment.unavailable`)."""
     id: str = field(default_factory=new_id)
     """Unique id (see :func:`new_id`), fixed for the object."""
 
@@ -248,7 +255,8 @@ class Embeddings:
                 "shared": self.shared, "requests": self.requests,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": 0,
                 "texts": self.texts, "cached_texts": self.cached_texts,
-                **({"refused": True} if self.refused else {})}
+                **({"refused": True} if self.refused else {}),
+                **({"unavailable": True} if self.unavailable else {})}
 
 
 def vector_problem(vectors: Any, n: int) -> str | None:
@@ -713,7 +721,8 @@ class Judge:
                 "prompt_tokens": sum(o.prompt_tokens for o in paid)}
         error = next((failed[t] for t in texts if t in failed), None)
         if error is not None:
-            return Embeddings(None, error=redact(error), **base)
+            return Embeddings(None, error=redact(error),
+                              unavailable=any(o.unavailable for o in paid), **base)
         vectors = [found[t] for t in texts]
         lengths = sorted({len(v) for v in vectors})
         if len(lengths) > 1:

@@ -202,7 +202,8 @@ class OpenAIJudge(Judge):
                         model=self.model, key=key, output=output,
                         error=None if output is not None else error, raw=raw,
                         requests=tally.requests, prompt_tokens=tally.prompt,
-                        completion_tokens=tally.completion)
+                        completion_tokens=tally.completion,
+                        unavailable=output is None and tally.unavailable)
 
     async def _ask(self, task: JudgmentTask, messages: list[dict], tally: _Tally
                    ) -> tuple[str | None, str | None]:
@@ -226,6 +227,7 @@ class OpenAIJudge(Judge):
         try:
             text, prompt, completion, cut = await self._negotiated(call, tally)
         except (EndpointError, OddResponse) as exc:
+            tally.unavailable = _down(exc)
             return None, _describe(exc)
         tally.prompt += prompt
         tally.completion += completion
@@ -335,7 +337,8 @@ class OpenAIJudge(Judge):
         try:
             rows, tokens = await self._retrying(call, None, tally)
         except (EndpointError, OddResponse) as exc:
-            return Embeddings(None, error=_describe(exc), requests=tally.requests, **base)
+            return Embeddings(None, error=_describe(exc), requests=tally.requests,
+                              unavailable=_down(exc), **base)
         lengths = sorted({len(r) for r in rows})
         if len(lengths) > 1:
             return Embeddings(None, error=f"the embeddings endpoint returned vectors of "
@@ -361,6 +364,9 @@ class _Tally:
         self.completion = 0
         self.cut = False
         """Whether the last answer ended at its token limit."""
+        self.unavailable = False
+        """Whether the last request failed in a way a retry later may mend (connection,
+        deadline, HTTP 429 or 5xx) after the retries: the judge was down, not wrong."""
 
 
 def options_problem(options: dict[str, Any]) -> str | None:
@@ -530,6 +536,19 @@ def _backoff(attempt: int, exc: Exception) -> float:
     if wait is not None:
         return min(float(wait), 60.0)
     return min(0.5 * 2 ** attempt, 30.0)
+
+
+def _down(exc: Exception) -> bool:
+    """Whether a request's final failure says the endpoint is down rather than wrong: a
+    failure retries are for (no connection, a deadline, HTTP 429 or 5xx) — a monitor keeps
+    such a trace to evaluate later instead of storing the error.
+
+    >>> _down(EndpointError("APIConnectionError", "refused", retryable=True))
+    True
+    >>> _down(EndpointError("BadRequestError", "no", status=400))
+    False
+    """
+    return isinstance(exc, EndpointError) and exc.retryable
 
 
 def _describe(exc: Exception) -> str:
