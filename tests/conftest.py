@@ -304,3 +304,109 @@ def postgres_dsn():
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
                         "stop"], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- the monitor's store on both backends ----------------------------------------------------
+
+
+class MonitorStore:
+    """A fresh monitor store on one backend: ``target`` is what
+    :func:`evalharness.monitor.store.connect` opens (a DuckDB path or a PostgreSQL schema),
+    ``yaml`` the keys MONITOR.yaml's ``store:`` mapping gives for it (``path: …`` or
+    ``url: …, schema: …``), ``folder`` a scratch folder beside it."""
+
+    def __init__(self, target, yaml: str, folder: Path) -> None:
+        self.target, self.yaml, self.folder = target, yaml, folder
+
+    def connect(self, read_only: bool = False):
+        from evalharness.monitor.store import connect
+
+        return connect(self.target, read_only=read_only)
+
+
+class StoreBackend:
+    """``duckdb`` or ``postgresql``; :meth:`new` makes a fresh store (PostgreSQL: a new
+    schema of the session's server, dropped when the fixture's scope ends)."""
+
+    def __init__(self, name: str, dsn: str | None) -> None:
+        self.name, self.dsn, self.schemas = name, dsn, []
+
+    def new(self, folder: Path, name: str = "store.duckdb") -> MonitorStore:
+        if self.dsn is None:
+            path = folder / name
+            return MonitorStore(path, f'path: "{path}"', folder)
+        import uuid
+
+        from evalharness.monitor.store import PostgresTarget
+
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        self.schemas.append(schema)
+        return MonitorStore(PostgresTarget(self.dsn, schema),
+                            f'url: "{self.dsn}", schema: {schema}', folder)
+
+    def copy(self, made: MonitorStore, folder: Path) -> MonitorStore:
+        """A fresh store holding what ``made`` holds (a test that writes leaves a module's
+        shared store as it was)."""
+        if self.dsn is None:
+            import shutil
+
+            shutil.copy(made.target, folder / "copy.duckdb")
+            return MonitorStore(folder / "copy.duckdb", f'path: "{folder / "copy.duckdb"}"',
+                                folder)
+        import psycopg
+
+        fresh = self.new(folder)
+        old, new = made.target.schema, fresh.target.schema
+        with psycopg.connect(self.dsn, autocommit=True) as con:
+            con.execute(f"CREATE SCHEMA {new}")
+            for (table,) in con.execute("SELECT table_name FROM information_schema.tables "
+                                        "WHERE table_schema = %s", [old]).fetchall():
+                con.execute(f"CREATE TABLE {new}.{table} (LIKE {old}.{table} INCLUDING ALL)")
+                con.execute(f"INSERT INTO {new}.{table} OVERRIDING SYSTEM VALUE "
+                            f"SELECT * FROM {old}.{table}")
+        return fresh
+
+    def drop(self) -> None:
+        if not self.schemas:
+            return
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as con:
+            for schema in self.schemas:
+                con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        self.schemas.clear()
+
+
+STORE_BACKENDS = ["duckdb", pytest.param("postgresql", marks=pytest.mark.postgresql)]
+"""The params of :func:`store_backend`: every store test runs on both."""
+
+
+@pytest.fixture(scope="module", params=STORE_BACKENDS)
+def store_backend(request) -> StoreBackend:
+    """The monitor store's backend a test runs on, ``duckdb`` then ``postgresql`` (a
+    temporary server, :func:`postgres_dsn`; skipped without PostgreSQL's binaries or
+    psycopg). Module-scoped, so a module's shared stores are built once per backend; a test
+    takes a fresh store with :func:`monitor_store` (or ``store_backend.new(folder)``)."""
+    pytest.importorskip("duckdb")
+    if request.param == "duckdb":
+        yield StoreBackend("duckdb", None)
+        return
+    pytest.importorskip("psycopg")
+    backend = StoreBackend("postgresql", request.getfixturevalue("postgres_dsn"))
+    try:
+        yield backend
+    finally:
+        backend.drop()
+
+
+@pytest.fixture
+def monitor_store(store_backend: StoreBackend, tmp_path: Path):
+    """A fresh store for one test on :func:`store_backend`'s backend (dropped afterwards)."""
+    made = store_backend.new(tmp_path)
+    yield made
+    if store_backend.dsn is not None:
+        import psycopg
+
+        with psycopg.connect(store_backend.dsn, autocommit=True) as con:
+            con.execute(f"DROP SCHEMA IF EXISTS {made.target.schema} CASCADE")
+        store_backend.schemas.remove(made.target.schema)

@@ -18,7 +18,7 @@ import pytest
 from test_monitor import FEEDBACK, SCENARIO, TRAFFIC
 from test_monitor_drift import DAY0, store, traffic
 
-from conftest import run_cli, write
+from conftest import MonitorStore, run_cli, write
 from evalharness.errors import ScenarioError
 from evalharness.monitor import alerts as A
 from evalharness.monitor.config import load_monitor
@@ -32,8 +32,8 @@ def check(con, until=END, min_n=20):
     return A.run_check(con, recent="1d", baseline="4d", q=0.05, min_n=min_n, until=until)
 
 
-def test_an_alarm_is_sent_when_it_starts_and_when_it_resolves():
-    con = store(traffic(2, 320, 100, drop=True))
+def test_an_alarm_is_sent_when_it_starts_and_when_it_resolves(store_backend):
+    con = store(traffic(2, 320, 100, drop=True), backend=store_backend)
     first = check(con)
     assert first["alarms"] and all(t["alarm"] for t in first["alarms"])
     fired = A.update_alarms(con, first, monitor="shop", store="s.duckdb")
@@ -68,8 +68,8 @@ def test_an_alarm_is_sent_when_it_starts_and_when_it_resolves():
     con.close()
 
 
-def test_a_check_that_could_not_test_an_alarm_leaves_it_firing():
-    con = store(traffic(2, 320, 100, drop=True))
+def test_a_check_that_could_not_test_an_alarm_leaves_it_firing(store_backend):
+    con = store(traffic(2, 320, 100, drop=True), backend=store_backend)
     fired = A.update_alarms(con, check(con), monitor="shop")
     too_few = check(con, min_n=1000)  # every test skipped
     assert not too_few["alarms"] and all(t["skipped"] for t in too_few["tests"])
@@ -79,8 +79,8 @@ def test_a_check_that_could_not_test_an_alarm_leaves_it_firing():
     con.close()
 
 
-def test_the_check_ends_at_the_hour_after_the_newest_trace():
-    con = store(traffic(1, 40, 10))
+def test_the_check_ends_at_the_hour_after_the_newest_trace(store_backend):
+    con = store(traffic(1, 40, 10), backend=store_backend)
     newest = con.execute("SELECT max(coalesce(start_time, stored_at)) FROM traces "
                          "WHERE status = 'evaluated'").fetchone()[0]
     end = A.check_end(con)
@@ -169,6 +169,84 @@ def test_a_failing_sender_is_a_warning_and_the_others_still_send(receiver):
     assert "answered 500" in warnings[0]
 
 
+def test_excluded_metrics_are_not_tested(store_backend):
+    """`drift.exclude` leaves metrics out of the check — by name or as component.metric —
+    so they neither alarm nor enter the Benjamini–Hochberg family."""
+    con = store(traffic(2, 320, 100, drop=True), backend=store_backend)
+    try:
+        whole = check(con)
+        metrics = {(t["component"], t["metric"]) for t in whole["tests"]
+                   if t["kind"] == "metric"}
+        assert ("generator", "faithfulness") in metrics
+        other = sorted(metrics - {("generator", "faithfulness")})[0]
+        result = A.run_check(con, recent="1d", baseline="4d", q=0.05, min_n=20, until=END,
+                             exclude=["faithfulness", f"{other[0]}.{other[1]}"])
+        left = {(t["component"], t["metric"]) for t in result["tests"] if t["kind"] == "metric"}
+        assert left == metrics - {("generator", "faithfulness"), other}
+        assert result["excluded"] == sorted(["faithfulness", f"{other[0]}.{other[1]}"])
+        assert not any(t["metric"] == "faithfulness" for t in result["alarms"])
+    finally:
+        con.close()
+
+
+def test_alerts_go_through_the_outbox_at_least_once(store_backend, receiver):
+    """The alarm's transaction writes its alerts to the outbox (a monitor killed before
+    sending sends them at its next check); `deliver` marks each sent once its sender took it,
+    a failing sender's alerts wait out a backoff and are sent when it is back — each once —
+    and a sender still failing a day later is given up, with a warning."""
+    import contextlib
+    from datetime import datetime
+
+    from evalharness.builtin import WebhookSettings
+
+    con = store(traffic(2, 320, 100, drop=True), backend=store_backend)
+    t0 = datetime(2026, 12, 6, 12, 0)
+    fired = A.update_alarms(con, check(con), monitor="shop", now=t0, senders=["hook", "pager"])
+    n = len(fired)
+    assert n and len({a.id for a in fired}) == n
+    # the monitor dies here: nothing sent, every alert waits in the outbox, once per sender
+    assert con.execute("SELECT count(*) FROM outbox WHERE sent_at IS NULL").fetchone()[0] \
+        == 2 * n
+    refusing = Receiver(status=503)
+    warnings: list[str] = []
+
+    def connect():
+        return contextlib.nullcontext(con)
+
+    senders = [("hook", A.post_webhook, WebhookSettings(url=receiver.url)),
+               ("pager", A.post_webhook, WebhookSettings(url=refusing.url))]
+    try:
+        done = A.deliver(connect, senders, warnings.append, now=t0)
+        assert done.alerts == n and len(receiver.seen) == n and len(warnings) == n
+        assert {body["id"] for _, body in receiver.seen} == {a.id for a in fired}
+        assert "answered 503" in warnings[0] and "tried again from 12:01 UTC" in warnings[0]
+        # at once again: the hook's are sent, the pager's wait for their backoff
+        assert A.deliver(connect, senders, warnings.append, now=t0 + timedelta(seconds=30)) \
+            == A.Sent()
+        # the pager is back after its backoff: each of its alerts once
+        back = [senders[0], ("pager", A.post_webhook, WebhookSettings(url=receiver.url))]
+        assert A.deliver(connect, back, warnings.append,
+                         now=t0 + timedelta(minutes=1)).alerts == n
+        assert len(receiver.seen) == 2 * n
+        assert A.deliver(connect, back, warnings.append, now=t0 + timedelta(hours=2)) == \
+            A.Sent()
+        # an alarm resolving while the pager is down for more than a day: given up
+        resolved = A.update_alarms(con, check(store(traffic(2, 320, 100), con)),
+                                   monitor="shop", now=t0 + timedelta(hours=3),
+                                   senders=["pager"])
+        assert resolved
+        late = t0 + timedelta(hours=3, days=1)
+        failed = A.deliver(connect, senders, warnings.append, now=late)
+        assert failed.alerts == 0 and all("; given up" in f for f in failed.failures)
+        assert A.deliver(connect, senders, warnings.append, now=late + timedelta(hours=2)) \
+            == A.Sent()
+        assert con.execute("SELECT count(*) FROM outbox WHERE given_up_at IS NOT NULL"
+                           ).fetchone()[0] == len(resolved)
+    finally:
+        refusing.close()
+        con.close()
+
+
 PLUGIN = '''
 from pydantic import BaseModel
 from evalharness import hookimpl
@@ -190,7 +268,7 @@ def register_alert_senders(register):
 
 
 def shop_monitor(folder: Path, *, extra: str = "", sources: list[Path] | None = None,
-                 plugin: Path | None = None) -> Path:
+                 plugin: Path | None = None, store: MonitorStore | None = None) -> Path:
     """MONITOR.yaml over the recorded shop traffic, every trace evaluated, a drift check of
     the last day against the two before (at least 10 values a window)."""
     scenario = SCENARIO
@@ -205,7 +283,7 @@ def shop_monitor(folder: Path, *, extra: str = "", sources: list[Path] | None = 
         scenario: "{scenario}"
         sources: [{listed}]
         sampling: {{rate: 1.0}}
-        store: {{path: store.duckdb, retention_days: null}}
+        store: {{{store.yaml if store else "path: store.duckdb"}, retention_days: null}}
         feedback: {{path: "{FEEDBACK}"}}
         evaluators:
           router: [route_confidence]
@@ -256,13 +334,14 @@ def test_alerts_and_drift_are_checked_like_the_rest_of_the_file(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def monitored(tmp_path_factory):
+def monitored(tmp_path_factory, store_backend):
     """`monitor --once` over the shop's recorded traffic (the third day with the generator
     fault), with a plugin's alert sender: its output, the folder and the notes it wrote."""
     folder = tmp_path_factory.mktemp("alarms")
     notes = folder / "notes.txt"
     plugin = write(folder / "notes_plugin.py", f"OUT = {str(notes)!r}\n" + PLUGIN)
-    path = shop_monitor(folder, plugin=plugin, extra="alerts: {notes: {channel: '#shop'}}")
+    path = shop_monitor(folder, plugin=plugin, extra="alerts: {notes: {channel: '#shop'}}",
+                        store=store_backend.new(folder))
     result = run_cli("monitor", path, "--once", "--out", folder / "report")
     return result, folder, notes, path
 
@@ -306,12 +385,12 @@ def test_report_exits_5_too_and_a_day_without_the_fault_raises_no_alarm(monitore
     assert drift["alarms"] == [] and sum(1 for t in drift["tests"] if not t["skipped"]) >= 5
 
 
-def test_a_recent_window_under_an_hour_ends_at_the_minute_after_the_newest_trace():
+def test_a_recent_window_under_an_hour_ends_at_the_minute_after_the_newest_trace(store_backend):
     """`recent: 30m` with the newest trace at 19:10: the window must hold it (ending at the
     next whole hour, 20:00, it held 19:30-20:00: nothing, every test skipped)."""
     from datetime import datetime
 
-    con = store(traffic(1, 40, 10))
+    con = store(traffic(1, 40, 10), backend=store_backend)
     con.execute("UPDATE traces SET start_time = ?, stored_at = ? WHERE trace_id = "
                 "(SELECT max(trace_id) FROM traces WHERE status = 'evaluated')",
                 [datetime(2026, 12, 9, 19, 10, 30), datetime(2026, 12, 9, 19, 10, 31)])

@@ -21,7 +21,11 @@ pytest.importorskip("duckdb")
 
 from evalharness.errors import InputError  # noqa: E402
 from evalharness.monitor import drift as D  # noqa: E402
-from evalharness.monitor.store import connect_duckdb  # noqa: E402
+from evalharness.monitor.store import (  # noqa: E402
+    connect_duckdb,
+    connect_postgres,
+    dialect,
+)
 
 # --------------------------------------------------------------------------------------------
 # The statistics
@@ -207,18 +211,32 @@ def traffic(seed: int, n_baseline: int, n_recent: int, *, drop: bool = False,
 
 
 def insert(con, table: str, columns: dict[str, list]) -> None:
-    """One INSERT of whole columns (row-by-row INSERTs are slow)."""
-    types = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() "
-                             "WHERE table_name = ?", [table]).fetchall())
-    con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT "
-                + ", ".join(f"unnest(?::{types[c]}[])" for c in columns), list(columns.values()))
+    """Whole columns into ``table``: DuckDB, one INSERT of ``unnest``ed columns; PostgreSQL,
+    300 rows an INSERT (row-by-row INSERTs are slow)."""
+    if dialect(con) == "duckdb":  # 4 times faster than VALUES: 50 stores are built below
+        types = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() "
+                                 "WHERE table_name = ?", [table]).fetchall())
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT "
+                    + ", ".join(f"unnest(?::{types[c]}[])" for c in columns),
+                    list(columns.values()))
+        return
+    rows = list(zip(*columns.values(), strict=True))
+    marks = "(" + ", ".join("?" * len(columns)) + ")"
+    for start in range(0, len(rows), 300):
+        part = rows[start:start + 300]
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                    + ", ".join([marks] * len(part)), [v for row in part for v in row])
 
 
-def store(rows: list[dict], con=None):
-    """An in-memory store with the schema holding ``rows`` (or ``con``'s tables emptied and
-    filled with them: a new store costs 45 ms)."""
+def store(rows: list[dict], con=None, backend=None):
+    """A store with the schema holding ``rows`` (or ``con``'s tables emptied and filled with
+    them: a new store costs 45 ms): in memory, or a fresh schema on ``backend``
+    (:func:`conftest.store_backend`) when it is PostgreSQL."""
     if con is None:
-        con = connect_duckdb(Path(":memory:"))
+        if backend is None or backend.dsn is None:
+            con = connect_duckdb(Path(":memory:"))
+        else:
+            con = connect_postgres(backend.new(Path(".")).target)
     for table in ("traces", "metrics", "verdicts"):
         con.execute(f"DELETE FROM {table}")
     traces = {k: [] for k in ("trace_id", "start_time", "stored_at", "route", "sampled",
@@ -255,13 +273,13 @@ def key(t: dict) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def drifted():
+def drifted(store_backend):
     # A store where nothing but the generator changed. Benjamini–Hochberg bounds the share
     # of false alarms among the alarms (at q in expectation), not the chance of any: beside
     # the dozen true alarms here, an unchanged metric alarmed too in 3 of seeds 0–19 (0, 5,
     # 11). This seed is one of the 17 without.
     rows = traffic(2, 320, 100, drop=True)
-    con = store(rows)
+    con = store(rows, backend=store_backend)
     yield rows, D.check_drift(con, baseline=BASELINE, recent=RECENT)
     con.close()
 
@@ -353,9 +371,9 @@ def test_the_report_is_json_and_states_its_tests(drifted):
                     r"\(\+\d+ points, 95% CI \+\d+ to \+\d+\), p = ", share["message"])
 
 
-def test_deterministic(drifted):
+def test_deterministic(drifted, store_backend):
     rows, result = drifted
-    con = store(rows)
+    con = store(rows, backend=store_backend)
     try:
         assert D.check_drift(con, baseline=BASELINE, recent=RECENT) == result
         other = D.check_drift(con, baseline=BASELINE, recent=RECENT, seed=1)
@@ -364,8 +382,8 @@ def test_deterministic(drifted):
     assert {key(t) for t in other["alarms"]} == {key(t) for t in result["alarms"]}
 
 
-def test_no_change_raises_no_alarm():
-    con = store(traffic(12, 320, 100))
+def test_no_change_raises_no_alarm(store_backend):
+    con = store(traffic(12, 320, 100), backend=store_backend)
     try:
         result = D.check_drift(con, baseline=BASELINE, recent=RECENT)
     finally:
@@ -374,8 +392,8 @@ def test_no_change_raises_no_alarm():
     assert result["alarms"] == [], [t["message"] for t in result["alarms"]]
 
 
-def test_too_few_are_listed_as_skipped():
-    con = store(traffic(13, 320, 100, drop=True))
+def test_too_few_are_listed_as_skipped(store_backend):
+    con = store(traffic(13, 320, 100, drop=True), backend=store_backend)
     small = (RECENT[0], RECENT[0] + timedelta(hours=3))  # about a dozen traces
     try:
         result = D.check_drift(con, baseline=BASELINE, recent=small)
@@ -399,8 +417,8 @@ def test_too_few_are_listed_as_skipped():
     assert {t["skipped"] for t in baseline_only["tests"]} == {"n < 20 in the baseline window"}
 
 
-def test_one_route_is_tested_over_all_routes_only():
-    con = store(traffic(14, 120, 60, routes=(None,)))
+def test_one_route_is_tested_over_all_routes_only(store_backend):
+    con = store(traffic(14, 120, 60, routes=(None,)), backend=store_backend)
     try:
         result = D.check_drift(con, baseline=BASELINE, recent=RECENT)
     finally:
@@ -408,7 +426,7 @@ def test_one_route_is_tested_over_all_routes_only():
     assert {t["route"] for t in result["tests"]} == {"all"}
 
 
-def test_windows():
+def test_windows(store_backend):
     base, recent = D.windows_from(datetime(2026, 12, 6, 13, 0, tzinfo=UTC), recent="12h",
                                   baseline="2d")
     assert recent == (datetime(2026, 12, 6, 1, 0), datetime(2026, 12, 6, 13, 0))
@@ -418,7 +436,7 @@ def test_windows():
                                                           datetime(2026, 12, 6)))
     with pytest.raises(InputError):
         D.windows_from(datetime(2026, 12, 6), recent="2026-12-07")
-    con = connect_duckdb(Path(":memory:"))
+    con = store([], backend=store_backend)
     try:
         with pytest.raises(InputError, match="overlaps"):
             D.check_drift(con, baseline=(DAY0, DAY0 + timedelta(days=5)), recent=RECENT)
@@ -431,7 +449,9 @@ def test_windows():
 def test_false_alarms_over_no_change_stores():
     """50 stores where nothing changed: Benjamini–Hochberg over each check's family keeps
     the share of stores with any alarm near q (under no change at all the FDR is exactly
-    that chance); tested one by one at 0.05, most of them would alarm."""
+    that chance); tested one by one at 0.05, most of them would alarm. DuckDB only: a
+    property of the statistics over 50 stores (the store's SQL is the same on PostgreSQL:
+    the tests above run there too)."""
     any_alarm = any_raw = 0
     sizes = []
     con = connect_duckdb(Path(":memory:"))

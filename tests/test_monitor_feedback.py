@@ -40,8 +40,9 @@ def write_lines(path: Path, records: list) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "monitor.duckdb"
+def store(monitor_store):
+    """A fresh store's target, on each backend (:func:`conftest.store_backend`)."""
+    return monitor_store.target
 
 
 GOOD = [
@@ -199,11 +200,10 @@ def test_feedback_view_the_users_label_of_a_trace(store: Path) -> None:
     ]
 
 
-def test_cli_add_reads_the_monitor_file(tmp_path: Path) -> None:
-    (tmp_path / "data").mkdir()
+def test_cli_add_reads_the_monitor_file(tmp_path: Path, monitor_store) -> None:
     monitor = tmp_path / "monitor.yaml"
     monitor.write_text("scenario: shop.yaml\nsources: [received/]\n"
-                       "store: {path: data/m.duckdb}\nfeedback: {key: session.id}\n")
+                       f"store: {{{monitor_store.yaml}}}\nfeedback: {{key: session.id}}\n")
     good = write_lines(tmp_path / "fb.jsonl", [{"session.id": "s1", "thumbs": "down",
                                                  "user_id": "ana"}])
     bad = write_lines(tmp_path / "bad.jsonl", [{"session.id": "s1", "score": 9}])
@@ -218,7 +218,7 @@ def test_cli_add_reads_the_monitor_file(tmp_path: Path) -> None:
     failed = runner.invoke(group, ["feedback", "add", str(monitor), str(bad)])
     assert failed.exit_code == 2
     assert f"{bad} line 1: score" in failed.output
-    with connect(tmp_path / "data" / "m.duckdb") as con:
+    with monitor_store.connect() as con:
         assert con.execute("SELECT key_attribute, user_id LIKE 'u-%' FROM feedback"
                            ).fetchall() == [("session.id", True)]
     helped = runner.invoke(group, ["feedback", "serve", "--help"])
@@ -335,16 +335,16 @@ def test_serve_warns_beyond_loopback_and_stops(store: Path, capsys) -> None:
 # -- feedback for unknown traces --------------------------------------------------------------
 
 
-def test_a_file_line_for_an_unknown_trace_is_an_error_naming_it(tmp_path: Path) -> None:
+def test_a_file_line_for_an_unknown_trace_is_an_error_naming_it(tmp_path: Path,
+                                                                 monitor_store) -> None:
     """`feedback add` of a line whose trace the store does not hold although it holds traffic
     that started more than `feedback.wait` after the feedback: exit 2 naming the file, line
     and key, nothing stored; --keep-unknown stores it (counted as unknown); feedback newer
     than that waits for its trace, and a trace that arrives later resolves it."""
-    (tmp_path / "data").mkdir()
     monitor = tmp_path / "monitor.yaml"
     monitor.write_text("scenario: shop.yaml\nsources: [received/]\n"
-                       "store: {path: data/m.duckdb}\nfeedback: {wait: 2h}\n")
-    with connect(tmp_path / "data" / "m.duckdb") as con:
+                       f"store: {{{monitor_store.yaml}}}\nfeedback: {{wait: 2h}}\n")
+    with monitor_store.connect() as con:
         add_trace(con, "t1", start=T0)
         add_trace(con, "t2", start=T0 + dt.timedelta(hours=5))
     path = write_lines(tmp_path / "fb.jsonl", [
@@ -360,13 +360,13 @@ def test_a_file_line_for_an_unknown_trace_is_an_error_naming_it(tmp_path: Path) 
     assert f"{path} line 2, field `trace_id`: no stored trace has this id ('typo')" in out
     assert "more than 2 h older than the newest stored trace (2026-12-06T14:00Z)" in out
     assert "line 3" not in out and "--keep-unknown" in out
-    with connect(tmp_path / "data" / "m.duckdb") as con:
+    with monitor_store.connect() as con:
         assert con.execute("SELECT count(*) FROM feedback").fetchone()[0] == 0
     kept = runner.invoke(group, ["feedback", "add", str(monitor), str(path), "--keep-unknown"])
     assert kept.exit_code == 0, kept.output
     assert "3 stored" in kept.output and "1 in the store wait for their trace, 1 are for " \
         "unknown traces" in kept.output
-    with connect(tmp_path / "data" / "m.duckdb") as con:
+    with monitor_store.connect() as con:
         add_trace(con, "later", start=T0 + dt.timedelta(hours=4, minutes=29))
         assert F.resolve(con) == 1
         s = F.summary(con, dt.timedelta(hours=2))

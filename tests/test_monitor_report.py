@@ -14,9 +14,10 @@ from click.testing import CliRunner
 
 pytest.importorskip("duckdb")
 
+from conftest import MonitorStore  # noqa: E402
 from evalharness.monitor import report as R  # noqa: E402
 from evalharness.monitor.report_render import render_html  # noqa: E402
-from evalharness.monitor.store import connect  # noqa: E402
+from evalharness.monitor.store import connect, dialect  # noqa: E402
 from evalharness.review import stats as S  # noqa: E402
 
 DAY0 = datetime(2026, 12, 1)
@@ -87,19 +88,25 @@ def feedback_rows(traces: list[dict]) -> list[dict]:
 
 
 def insert(con, table: str, rows: list[dict]) -> None:
-    """``rows`` into ``table`` in one statement, column by column (row-by-row INSERTs of a
-    thousand rows take seconds)."""
-    if not rows:
+    """``rows`` into ``table``: DuckDB, one statement of ``unnest``ed columns; PostgreSQL, 200
+    rows a statement (row-by-row INSERTs of a thousand rows take seconds)."""
+    if rows and dialect(con) == "duckdb":
+        cols = list(rows[0])
+        types = dict(con.execute(f"SELECT column_name, data_type FROM duckdb_columns() "
+                                 f"WHERE table_name = '{table}'").fetchall())
+        con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT "
+                    + ", ".join(f"unnest(?::{types[c]}[])" for c in cols),
+                    [[r[c] for r in rows] for c in cols])
         return
-    cols = list(rows[0])
-    types = dict(con.execute(f"SELECT column_name, data_type FROM duckdb_columns() "
-                             f"WHERE table_name = '{table}'").fetchall())
-    con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT "
-                + ", ".join(f"unnest(?::{types[c]}[])" for c in cols),
-                [[r[c] for r in rows] for c in cols])
+    for start in range(0, len(rows), 200):
+        part = rows[start:start + 200]
+        cols = list(part[0])
+        marks = "(" + ", ".join("?" * len(cols)) + ")"
+        con.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
+                    + ", ".join([marks] * len(part)), [r[c] for r in part for c in cols])
 
 
-def build_store(path: Path, traces: list[dict], feedback: list[dict]) -> None:
+def build_store(path, traces: list[dict], feedback: list[dict]) -> None:
     rows, verdicts, metrics = [], [], []
     for r in traces:
         rows.append({
@@ -135,17 +142,40 @@ def data() -> tuple[list[dict], list[dict]]:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, data) -> Path:
-    path = tmp_path_factory.mktemp("monitor") / "monitor.duckdb"
-    build_store(path, *data)
-    return path
+def store(tmp_path_factory, data, store_backend) -> MonitorStore:
+    made = store_backend.new(tmp_path_factory.mktemp("monitor"), "monitor.duckdb")
+    build_store(made.target, *data)
+    return made
 
 
 @pytest.fixture(scope="module")
 def written(store, tmp_path_factory) -> tuple[dict, Path]:
     out = tmp_path_factory.mktemp("report")
-    view = R.write_report(store, out, windows=("day", "hour"), now=NOW)
+    view = R.write_report(store.target, out, windows=("day", "hour"), now=NOW)
     return view, out
+
+
+@pytest.mark.postgresql
+def test_the_postgresql_store_gives_the_same_report(data, postgres_dsn, tmp_path):
+    """The same rows in a DuckDB file and a PostgreSQL schema: the same report, value for
+    value (lists, floats, times, JSON), but for the store's name."""
+    pytest.importorskip("psycopg")
+    from conftest import StoreBackend
+
+    views = []
+    backends = [StoreBackend("duckdb", None), StoreBackend("postgresql", postgres_dsn)]
+    try:
+        for backend in backends:
+            made = backend.new(tmp_path / backend.name, "monitor.duckdb")
+            made.folder.mkdir()
+            build_store(made.target, *data)
+            views.append(R.write_report(made.target, tmp_path / backend.name / "out",
+                                        windows=("day", "hour"), now=NOW))
+    finally:
+        backends[1].drop()
+    assert str(views[1].pop("store")).startswith("postgresql://")
+    views[0].pop("store")
+    assert views[0] == views[1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,6 +376,7 @@ def test_html_is_self_contained_and_complete(written):
 
 def test_since_filters(store, tmp_path, data):
     traces, _ = data
+    store = store.target
     view = R.write_report(store, tmp_path, since="2026-12-03", now=NOW)
     assert view["traffic"]["traces"] == sum(1 for r in traces if r["day"] == 2)
     assert [w["start"][:10] for w in view["windows"]["day"]] == ["2026-12-03"]
@@ -361,8 +392,8 @@ def test_parse_time_errors():
     assert R.parse_time("2w", now=NOW) == NOW - timedelta(weeks=2)
 
 
-def test_empty_store(tmp_path):
-    path = tmp_path / "m.duckdb"
+def test_empty_store(tmp_path, monitor_store):
+    path = monitor_store.target
     with connect(path):
         pass
     view = R.write_report(path, tmp_path / "out", now=NOW)
@@ -370,9 +401,9 @@ def test_empty_store(tmp_path):
     assert "No failed or thumbs-down trace" in (tmp_path / "out" / "report.html").read_text()
 
 
-def monitor_file(tmp_path: Path, store: Path) -> Path:
+def monitor_file(tmp_path: Path, store: MonitorStore) -> Path:
     path = tmp_path / "shop-monitor.yaml"
-    path.write_text(f"scenario: shop.yaml\nsources: [traffic/]\nstore:\n  path: {store}\n"
+    path.write_text(f"scenario: shop.yaml\nsources: [traffic/]\nstore: {{{store.yaml}}}\n"
                     "windows: [day]\n", encoding="utf-8")
     return path
 
@@ -425,9 +456,13 @@ def test_render_is_pure_over_the_view(written):
 # --------------------------------------------------------------------------------------------
 
 
-def test_page_in_a_browser(written):
+def test_page_in_a_browser(written, store_backend):
     import os
     import shutil
+
+    if store_backend.name != "duckdb":
+        pytest.skip("the page renders the same view on both backends "
+                    "(test_the_postgresql_store_gives_the_same_report)")
 
     webdriver = pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.common.by import By

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_monitor import monitor_file
 
-from conftest import run_cli
+from conftest import MonitorStore, run_cli
 from evalharness.monitor import store
 from evalharness.monitor.config import load_monitor
 from evalharness.monitor.export import export
@@ -25,16 +25,16 @@ duckdb = pytest.importorskip("duckdb")
 
 
 @pytest.fixture(scope="module")
-def monitored(tmp_path_factory) -> Path:
+def monitored(tmp_path_factory, store_backend) -> Path:
     """A store after one `monitor --once` over the recorded shop traffic and its feedback."""
     folder = tmp_path_factory.mktemp("monitor")
-    path = monitor_file(folder)
+    path = monitor_file(folder, store=store_backend.new(folder))
     result = run_cli("monitor", path, "--once")
     assert result.code == 0, result
     return path
 
 
-def thumbs(path: Path) -> dict[str, set[int]]:
+def thumbs(path) -> dict[str, set[int]]:
     """Evaluated trace id -> the users' thumbs of it, from the store."""
     out: dict[str, set[int]] = {}
     with store.connect(path, read_only=True) as con:
@@ -58,11 +58,12 @@ def test_export_opens_in_the_review_session_with_metrics_verdicts_and_labels(mon
     review = Review.open(out)
     ids = {r.case.id for r in review.sampled()}
     assert ids == set(given)
+    marks = ", ".join("?" * len(down))
     with store.connect(monitor.store_path, read_only=True) as con:
         stored = con.execute("SELECT trace_id, component, metric, value FROM metrics "
-                             "WHERE trace_id IN (SELECT unnest(?))", [sorted(down)]).fetchall()
+                             f"WHERE trace_id IN ({marks})", sorted(down)).fetchall()
         verdicts = con.execute("SELECT trace_id, component, passed FROM verdicts "
-                               "WHERE trace_id IN (SELECT unnest(?))", [sorted(down)]).fetchall()
+                               f"WHERE trace_id IN ({marks})", sorted(down)).fetchall()
     assert stored and verdicts
     for tid, component, metric, value in stored:
         mv = review.result(tid).components[component].metrics[metric]
@@ -133,17 +134,15 @@ def test_only_thumbs_down_and_failed_and_a_used_folder(monitored, tmp_path):
     assert future.code == 0 and future.out.startswith("0 traces")
 
 
-def test_a_score_without_thumbs_is_a_label_too(monitored, tmp_path):
+def test_a_score_without_thumbs_is_a_label_too(monitored, tmp_path, store_backend):
     """A user who only scored a trace: 1-2 is a `no` label, 4-5 a `yes`, 3 none (the report's
     rule for what a user says of a trace)."""
     import dataclasses
-    import shutil
 
     from evalharness.monitor.feedback import ingest_records
 
     monitor = load_monitor(monitored)
-    copy = tmp_path / "store.duckdb"
-    shutil.copy(monitor.store_path, copy)
+    copy = store_backend.copy(MonitorStore(monitor.store_path, "", tmp_path), tmp_path).target
     monitor = dataclasses.replace(monitor, store_path=copy)
     with store.connect(copy) as con:
         ids = [t for (t,) in con.execute(

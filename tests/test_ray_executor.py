@@ -571,3 +571,46 @@ def test_a_judge_service_that_died_fails_the_group_not_its_cases(local_ray, tmp_
     assert "could not be reached" in out[0].error and "come from the cache" in out[0].error
     assert vectors[0].vectors is None and "judge service" in vectors[0].error
     assert judge.lost == out[0].error
+
+
+def test_a_monitors_backlog_evaluated_on_ray_equals_the_local_evaluation(local_ray, tmp_path):
+    """`monitor --executor ray`: a queue of 60 traces (intake done, evaluation not: a
+    backlog) is evaluated by the cluster's workers — each loads the monitor's scenario — and
+    the store ends as the monitor's own in-process evaluation leaves it."""
+    pytest.importorskip("duckdb")
+    from evalharness.monitor import store
+    from evalharness.monitor.config import load_monitor
+    from evalharness.monitor.passes import MonitorRun
+    from evalharness.ray_executor import RayExecutor
+
+    shop = SHOP.parent / "shop"
+    traffic = shop / "monitor" / "traffic"
+    stores = {}
+    for name in ("local", "ray"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "monitor.yaml").write_text(
+            f'scenario: "{shop / "monitor" / "scenario.yaml"}"\n'
+            f'sources: ["{traffic}"]\nsampling: {{rate: 1.0}}\n'
+            "store: {path: store.duckdb, retention_days: null}\n"
+            "drift: {enabled: false}\nbatch_size: 7\n")
+        monitor = load_monitor(folder / "monitor.yaml")
+        run = MonitorRun(monitor, executor=RayExecutor() if name == "ray" else None)
+        try:
+            intake = run.intake()
+            assert intake.queued == 60 and intake.evaluated == 0
+            done = run.evaluate_queue()
+            assert (done.evaluated, done.waiting) == (60, 0)
+            if name == "ray":
+                assert done.batches == 1  # one executor run took the whole backlog
+        finally:
+            run.close()
+        stores[name] = folder / "store.duckdb"
+    query = {"metrics": "SELECT trace_id, component, metric, value, error FROM metrics "
+                        "WHERE metric NOT LIKE '%latency%' ORDER BY 1, 2, 3",
+             "verdicts": "SELECT * FROM verdicts ORDER BY 1, 2",
+             "traces": "SELECT trace_id, status, root_cause, passed FROM traces ORDER BY 1"}
+    with store.connect(stores["local"], read_only=True) as a, \
+            store.connect(stores["ray"], read_only=True) as b:
+        for what, sql in query.items():
+            assert a.execute(sql).fetchall() == b.execute(sql).fetchall(), what

@@ -127,8 +127,13 @@ def _load(spec: WorkerSpec):
     from evalharness.scenario import load_scenario
 
     judge = JudgeConfig.model_validate(spec.judge)  # nested values as models (prices)
-    scenario = load_scenario(spec.path, extra_plugins=list(spec.plugins),
-                             judge_overrides={k: getattr(judge, k) for k in spec.judge})
+    if spec.monitor is not None:  # a monitor's queue: its scenario, with its evaluators
+        from evalharness.monitor.config import load_monitor
+
+        scenario = load_monitor(Path(spec.monitor)).scenario
+    else:
+        scenario = load_scenario(spec.path, extra_plugins=list(spec.plugins),
+                                 judge_overrides={k: getattr(judge, k) for k in spec.judge})
     if _digests(scenario) != spec.inputs:
         raise RunError(f"{spec.path}: this worker sees other inputs than the driver "
                        "(the scenario, its data or the system's code differ on this "
@@ -179,6 +184,8 @@ def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) 
 
     state = _state(spec, judge)
     items = [w if isinstance(w, Work) else Work(w) for w in group]
+    if any(w.trace is not None for w in items):  # a monitor's queued traces
+        return [r.to_line() for r in monitor_results(state, items)]
     cases = cases_of(state, items, spec.path)
     if state.func is None:
         traces = [recorded(state, case) for case in cases]
@@ -193,6 +200,18 @@ def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) 
         _STATES.pop(spec.key(), None)
         raise InfrastructureError(lost)
     return [result.to_line() for result in results]
+
+
+def monitor_results(state: _State, items: Sequence[Work]) -> list[CaseResult]:
+    """Work carrying recorded traces (a monitor's queue): evaluated as the monitor evaluates
+    in its own process (:func:`evalharness.monitor.evaluate.results_for`)."""
+    from evalharness.monitor.evaluate import results_for
+
+    if any(w.trace is None for w in items):
+        raise RunError("a group mixes a monitor's traces with a scenario's cases")
+    return results_for(state.scenario, state.context,
+                       [(w.case_id, Trace.model_validate_json(w.trace), w.question)
+                        for w in items], warned=state.warned)
 
 
 def cases_of(state: _State, items: Sequence[Work], path: str) -> list[Case]:

@@ -30,6 +30,11 @@ class Work:
     case_id: str
     oracle: str | None = None
     overrides: dict[str, Any] | None = None
+    trace: str | None = None
+    """A trace recorded elsewhere, as JSON (a monitor's queue): evaluated — reference-free
+    metrics only — for a question-only case ``case_id`` asking ``question``, instead of the
+    scenario's case and trace (docs/monitor.md, "A backlog on a Ray cluster")."""
+    question: str | None = None
 
     @property
     def key(self) -> str:
@@ -63,17 +68,21 @@ class WorkerSpec:
     judge_service: str | None = None
     """The id of that judge's :class:`JudgeService`, set by the executor that started it: a
     worker loads the scenario again for another service (another run)."""
+    monitor: str | None = None
+    """A MONITOR.yaml: the worker loads its scenario (with the monitor's ``evaluators:``)
+    instead of ``path``'s, to evaluate the monitor's queued traces."""
 
     @classmethod
     def of(cls, scenario, out_dir: Path, concurrency: int | None,
            database: Path | None = None, shared_judge: bool = False,
-           spent: float = 0.0) -> WorkerSpec:
+           spent: float = 0.0, monitor: Path | None = None) -> WorkerSpec:
         extra = [str(p) for p in scenario.plugin_files[len(scenario.spec.plugins):]]
         return cls(str(Path(scenario.path).resolve()), tuple(extra),
                    scenario.spec.judge.model_dump(mode="json"), str(Path(out_dir).resolve()),
                    _digests(scenario), concurrency or scenario.spec.concurrency,
                    str(Path(database).resolve()) if database is not None else None,
-                   shared_judge, spent)
+                   shared_judge, spent,
+                   monitor=str(Path(monitor).resolve()) if monitor is not None else None)
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

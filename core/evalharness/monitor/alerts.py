@@ -10,8 +10,13 @@ resolves when a check that could test it finds no drift any more (a check that s
 too few values leaves it as it was).
 
 Senders are plugins' (:class:`evalharness.registry.AlertSender`, the
-``register_alert_senders`` hook); the built-in ``webhook`` POSTs each alert as JSON. A sender
-that fails is a warning with its reason: the alarm is stored whatever becomes of its sending.
+``register_alert_senders`` hook); the built-in ``webhook`` POSTs each alert as JSON. Delivery
+goes through the store's ``outbox``: the alarm's transaction also writes one row per alert and
+sender, and :func:`deliver` sends what is due, marking each row sent once its sender took it.
+A monitor killed between the two sends at its next check; a sender that fails is a warning
+and its alert is tried again with a backoff, for a day. So every alert is delivered at least
+once (a crash right after a send and before its mark sends it again: the ``id`` tells a
+receiver it has seen it).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -50,10 +55,16 @@ class Alert:
     """The check that decided: its ``baseline`` and ``recent`` windows and ``q``."""
     store: str = ""
     """The monitor's store (a path)."""
+    id: str = ""
+    """The delivery's id (the outbox row's): the same when an alert is delivered again."""
 
     def to_json(self) -> dict[str, Any]:
         """The alert as JSON (what the webhook POSTs), with a ``version``."""
         return {"version": 1, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Alert:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -84,7 +95,8 @@ def check_end(con: Any, until: datetime | None = None, *, recent: str = "1d"
 
 
 def run_check(con: Any, *, recent: str, baseline: str, q: float, min_n: int,
-              until: datetime | None = None, seed: int = 0) -> dict[str, Any] | None:
+              until: datetime | None = None, seed: int = 0,
+              exclude: Sequence[str] = ()) -> dict[str, Any] | None:
     """The drift check over the store (:func:`evalharness.monitor.drift.check_drift`): the
     ``recent`` span (``1d``) ending at :func:`check_end`, against the ``baseline`` span before
     it. ``None`` when the store holds no evaluated trace."""
@@ -92,14 +104,16 @@ def run_check(con: Any, *, recent: str, baseline: str, q: float, min_n: int,
     if end is None:
         return None
     base, rec = windows_from(end, recent=recent, baseline=baseline)
-    return check_drift(con, baseline=base, recent=rec, q=q, min_n=min_n, seed=seed)
+    return check_drift(con, baseline=base, recent=rec, q=q, min_n=min_n, seed=seed,
+                       exclude=exclude)
 
 
 def update_alarms(con: Any, check: dict[str, Any], *, monitor: str, store: str = "",
-                  now: datetime | None = None) -> list[Alert]:
+                  now: datetime | None = None, senders: Sequence[str] = ()) -> list[Alert]:
     """Record ``check``'s alarms in the store's ``alarms`` table, in one transaction; the
     alerts to send: every alarm not firing before (``firing``), every firing alarm the check
-    tested and found no drift in (``resolved``)."""
+    tested and found no drift in (``resolved``). Each is also written to the ``outbox`` once
+    per sender named in ``senders``, in the same transaction (:func:`deliver` sends them)."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     about = {"baseline": check["baseline"], "recent": check["recent"], "q": check["q"]}
     firing = {alarm_key(t): t for t in check["alarms"]}
@@ -128,6 +142,13 @@ def update_alarms(con: Any, check: dict[str, Any], *, monitor: str, store: str =
             con.execute("UPDATE alarms SET closed_at = ? WHERE key = ?", [now, key])
             out.append(Alert(monitor, RESOLVED, key, "resolved: " + tested[key]["message"],
                              _plain(tested[key]), about, store))
+        out = [replace(a, id=f"{a.key}|{a.state}|{now.isoformat()}") for a in out]
+        for alert in out:
+            for name in senders:
+                con.execute("INSERT INTO outbox (id, sender, alert, created_at, attempts) "
+                            "VALUES (?, ?, ?, ?, 0) ON CONFLICT (id) DO NOTHING",
+                            [f"{alert.id}|{name}", name,
+                             json.dumps(alert.to_json(), ensure_ascii=False), now])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -151,6 +172,66 @@ def send(alerts: Sequence[Alert], senders: Sequence[tuple[str, Callable[..., Any
                 done.failures.append(text)
                 warn(text)
     return done
+
+
+RETRY = timedelta(minutes=1)
+"""The wait before an alert whose sender failed is tried again, doubled at each failure."""
+MAX_RETRY = timedelta(hours=1)
+GIVE_UP = timedelta(days=1)
+"""An alert still failing this long after it was written is given up (with a warning)."""
+
+
+def deliver(connect: Callable[[], Any], senders: Sequence[tuple[str, Callable[..., Any], Any]],
+            warn: Callable[[str], None], now: datetime | None = None) -> Sent:
+    """Send the outbox's due alerts through their senders (``(name, send, settings)``), the
+    oldest first; mark each sent, or count the failure and set its next try (:data:`RETRY`,
+    doubled, at most :data:`MAX_RETRY`), or give it up after :data:`GIVE_UP`. ``connect()``
+    opens the store: it is held to read and to mark, never while a sender works (a slow
+    receiver must not lock the store)."""
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    by_name = {name: (deliver_, settings) for name, deliver_, settings in senders}
+    with connect() as con:
+        due = con.execute(
+            "SELECT id, sender, alert, created_at, attempts FROM outbox WHERE sent_at IS NULL "
+            "AND given_up_at IS NULL AND (not_before IS NULL OR not_before <= ?) "
+            "ORDER BY created_at, id", [now]).fetchall()
+    done, marks = Sent(), []
+    for row_id, name, text, created, attempts in due:
+        alert = Alert.from_json(json.loads(text))
+        found = by_name.get(name)
+        try:
+            if found is None:
+                raise RuntimeError(f"no sender {name!r} under `alerts:` any more")
+            found[0](alert, found[1])
+        except Exception as exc:  # noqa: BLE001 - a sender's failure never stops the monitor
+            reason = f"{type(exc).__name__}: {exc}"
+            late = now - created >= GIVE_UP or found is None
+            text = (f"alert sender {name!r} could not send the {alert.state} alarm "
+                    f"{alert.key}: {reason}"
+                    + ("; given up" if late else f"; tried again from "
+                       f"{(now + _backoff(attempts)):%H:%M} UTC"))
+            done.failures.append(text)
+            warn(text)
+            marks.append(("UPDATE outbox SET attempts = attempts + 1, last_error = ?, "
+                          "not_before = ?, given_up_at = ? WHERE id = ?",
+                          [reason, now + _backoff(attempts), now if late else None, row_id]))
+        else:
+            done.alerts += 1
+            marks.append(("UPDATE outbox SET sent_at = ? WHERE id = ?", [now, row_id]))
+    if marks:
+        with connect() as con:
+            for sql, params in marks:
+                con.execute(sql, params)
+    return done
+
+
+def _backoff(attempts: int) -> timedelta:
+    """The wait after the ``attempts + 1``-th failure in a row.
+
+    >>> [str(_backoff(n)) for n in (0, 1, 5, 9)]
+    ['0:01:00', '0:02:00', '0:32:00', '1:00:00']
+    """
+    return min(RETRY * 2 ** min(attempts, 20), MAX_RETRY)
 
 
 def _plain(value: Any) -> Any:

@@ -9,6 +9,7 @@ and resolves every path relative to the monitor file.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -98,12 +99,59 @@ class Sampling(_Strict):
 class StoreSpec(_Strict):
     """Where the store is, and how long it keeps traces."""
 
-    path: str = "monitor.duckdb"
-    """The DuckDB file, relative to the monitor file."""
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True,
+                              populate_by_name=True)
+
+    path: str | None = None
+    """The DuckDB file, relative to the monitor file (default ``monitor.duckdb``; not with
+    ``url``)."""
+    url: str | None = None
+    """A PostgreSQL server's database, ``postgresql://user@host:port/db`` (its password
+    better in ``PGPASSWORD`` or ``~/.pgpass`` than here), in place of ``path``."""
+    schema_name: str | None = Field(default=None, alias="schema")
+    """With ``url``: the PostgreSQL schema holding the store's tables, created when missing
+    (several monitors share one database, each in its schema); default ``public``."""
     retention_days: float | None = Field(default=90, gt=0)
     """Traces older than this (by their start time; by when they were stored when the trace
     has none) are deleted with their metrics, verdicts and feedback at the start of a pass;
     ``null``: kept for ever."""
+
+    @field_validator("url")
+    @classmethod
+    def _one_store(cls, url: str | None, info: Any) -> str | None:
+        if url is None:
+            return url
+        if info.data.get("path") is not None:
+            raise ValueError("give `store.path` (a DuckDB file) or `store.url` (a PostgreSQL "
+                             "server), not both")
+        if not re.match(r"postgres(ql)?://", url):
+            raise ValueError("a store's url is a PostgreSQL URL, "
+                             "postgresql://user@host:port/database (for a DuckDB file, give "
+                             "`store.path`)")
+        return url
+
+    @field_validator("schema_name")
+    @classmethod
+    def _schema(cls, schema: str | None, info: Any) -> str | None:
+        if schema is None:
+            return schema
+        if info.data.get("url") is None:
+            raise ValueError("`store.schema` is a PostgreSQL schema: give it with `store.url` "
+                             "(a DuckDB file, `store.path`, has none)")
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+            raise ValueError("a schema name is lowercase letters, digits and `_`, starting "
+                             "with a letter or `_`, at most 63 characters (e.g. shop_monitor)")
+        return schema
+
+    def target(self, base: Path) -> Any:
+        """Where :func:`evalharness.monitor.store.connect` finds the store: the DuckDB file
+        (relative to ``base``, the monitor file's folder) or the PostgreSQL schema."""
+        from evalharness.monitor.store import PostgresTarget
+
+        if self.url is not None:
+            return PostgresTarget(self.url, self.schema_name or "public")
+        rel = Path(self.path or "monitor.duckdb")
+        return rel if rel.is_absolute() else Path(os.path.normpath(base / rel))
 
 
 class FeedbackSpec(_Strict):
@@ -139,8 +187,56 @@ class DriftSpec(_Strict):
     """Fewer values (verdicts, traces) in either window: the test is skipped, saying so."""
     enabled: bool = True
     """``false``: no check, no alarm, no exit code 5."""
+    exclude: list[str] = Field(default_factory=list)
+    """Metrics the check leaves out, by name (``latency_ms``) or as ``component.metric``:
+    ones too noisy to alarm on (latency measured on a loaded machine), so they neither alarm
+    nor enter the false-discovery family."""
 
     _spans = field_validator("recent", "baseline")(classmethod(lambda cls, v: _a_span(v)))
+
+
+class QueueSpec(_Strict):
+    """The queue between intake and evaluation (docs/monitor.md, "Running it as a service")."""
+
+    max: int = Field(default=10_000, ge=1)
+    """Sampled traces waiting for evaluation at most. At the bound, intake takes no new trace
+    from the sources (back-pressure: they stay there, not even decided, and are taken once
+    evaluation has made room)."""
+    retry: str = "30s"
+    """The wait before evaluation tries again after the judge could not answer (connection
+    refused, timeouts, HTTP 429 or 5xx after the judge's own retries); doubled at each failure
+    in a row up to ``max_retry``."""
+    max_retry: str = "10m"
+    """The longest wait between two tries while the judge stays down."""
+
+    _spans = field_validator("retry", "max_retry")(classmethod(lambda cls, v: _a_span(v)))
+
+    @property
+    def retry_span(self) -> timedelta:
+        return parse_span(self.retry)  # type: ignore[return-value]
+
+    @property
+    def max_retry_span(self) -> timedelta:
+        return parse_span(self.max_retry)  # type: ignore[return-value]
+
+
+class BudgetSpec(_Strict):
+    """The judge's daily budget (docs/monitor.md, "The judge's budget"). A day is a UTC
+    calendar day; what a day spent is summed over the traces evaluated that day."""
+
+    judge_requests_per_day: int | None = Field(default=None, ge=0)
+    """Requests to an LLM judge a day (the offline heuristic judge sends none)."""
+    judge_cost_per_day: float | None = Field(default=None, ge=0)
+    """The judge's cost a day, in the currency of ``judge.prices`` (which it needs)."""
+    soften_at: float = Field(default=0.5, ge=0, lt=1)
+    """The share of the day's budget from which sampling slows down: the rate is scaled by
+    the share of the rest of the budget still unspent (1 at ``soften_at``, 0 at the budget),
+    so spending approaches the budget without a cliff. At the budget nothing more is sent to
+    the judge that day: sampled traces wait in the queue for the next day."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.judge_requests_per_day is not None or self.judge_cost_per_day is not None
 
 
 class RedactSpec(_Strict):
@@ -185,11 +281,16 @@ class MonitorFile(_Strict):
     """What of users' data the store keeps."""
     batch_size: int = Field(default=50, ge=1, le=10_000)
     """Traces evaluated and stored in one transaction."""
+    queue: QueueSpec = Field(default_factory=QueueSpec)
+    """The queue between intake and evaluation."""
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    """The judge's daily budget."""
 
 
 NESTED: dict[tuple, type[BaseModel]] = {
     (): MonitorFile, ("sampling",): Sampling, ("store",): StoreSpec,
-    ("feedback",): FeedbackSpec, ("redact",): RedactSpec, ("drift",): DriftSpec}
+    ("feedback",): FeedbackSpec, ("redact",): RedactSpec, ("drift",): DriftSpec,
+    ("queue",): QueueSpec, ("budget",): BudgetSpec}
 """The model of each mapping of the file, for listing the valid keys in an error."""
 
 
@@ -207,7 +308,9 @@ class Monitor:
     """The mapping, resolved from the scenario (``None``: the preset is guessed)."""
     sources: list[Path]
     """Each source resolved (a file, a folder or a glob)."""
-    store_path: Path
+    store_path: Any
+    """The store's target (:data:`evalharness.monitor.store.Target`): the DuckDB file's path,
+    or a :class:`~evalharness.monitor.store.PostgresTarget` (``store: {url: …}``)."""
     feedback_path: Path | None
     lines: dict = field(default_factory=dict)
     senders: list[tuple[str, Any, Any]] = field(default_factory=list)
@@ -241,7 +344,7 @@ def _hint(loc: tuple, message: str, value: Any) -> str:
             owner = Rule
         if owner is not None:
             where = "top-level keys" if len(loc) == 1 else f"keys of `{format_path(loc[:-1])}`"
-            return f"; valid {where}: {', '.join(owner.model_fields)}"
+            return f"; valid {where}: {', '.join(f.alias or n for n, f in owner.model_fields.items())}"
         return ""
     return "" if message == "required field is missing" else f" (got {short(value)})"
 
@@ -312,10 +415,15 @@ def load_monitor(path: str | Path) -> Monitor:
         sources.append(p)
     feedback = resolve(spec.feedback.path) if spec.feedback.path else None
     monitor = Monitor(path=path, spec=spec, scenario=scenario, traces=traces, mapping=mapping,
-                      sources=sources, store_path=resolve(spec.store.path),
+                      sources=sources, store_path=spec.store.target(base),
                       feedback_path=feedback, lines=lines)
     if spec.evaluators is not None:
         monitor.scenario = _with_evaluators(monitor)
+    if spec.budget.judge_cost_per_day is not None and not scenario.spec.judge.prices:
+        raise _error(path, lines, ("budget", "judge_cost_per_day"), "a cost budget needs the "
+                     "judge's prices: give the scenario's judge `prices: {MODEL: {input, "
+                     "output}}` (per million tokens), or budget requests with "
+                     "`judge_requests_per_day`")
     monitor.senders = _senders(monitor)
     return monitor
 

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from evalharness.errors import InputError
-from evalharness.monitor.store import NO_ROUTE, UNATTRIBUTED
+from evalharness.monitor.store import NO_ROUTE, UNATTRIBUTED, finite
 from evalharness.monitor.timespans import iso, parse_time
 from evalharness.stats import (
     CHUNK_CELLS,
@@ -279,7 +279,7 @@ def _select(con: Any, baseline: tuple[datetime, datetime],
         "CREATE OR REPLACE TEMP TABLE drift_sel AS SELECT trace_id, COALESCE(route, ?) AS route, "
         "root_cause, passed, CASE WHEN t >= ? AND t < ? THEN 'baseline' ELSE 'recent' END AS w "
         "FROM (SELECT *, COALESCE(start_time, stored_at) AS t FROM traces "
-        "WHERE status = 'evaluated') WHERE (t >= ? AND t < ?) OR (t >= ? AND t < ?)",
+        "WHERE status = 'evaluated') AS evaluated WHERE (t >= ? AND t < ?) OR (t >= ? AND t < ?)",
         [NO_ROUTE, *baseline, *baseline, *recent])
     return [r[0] for r in con.execute(
         "SELECT DISTINCT route FROM drift_sel ORDER BY route").fetchall()]
@@ -360,7 +360,8 @@ def _message(t: dict[str, Any], spans: tuple[str, str]) -> str:
 
 def check_drift(con: Any, *, baseline: tuple[datetime, datetime],
                 recent: tuple[datetime, datetime], q: float = 0.05, min_n: int = 20,
-                seed: int = 0, resamples: int = PERMUTATIONS) -> dict[str, Any]:
+                seed: int = 0, resamples: int = PERMUTATIONS,
+                exclude: Sequence[str] = ()) -> dict[str, Any]:
     """Compare the ``recent`` window with the ``baseline`` window (each ``(start, end)``, the
     end excluded; naive datetimes are UTC) over an open connection to the store: every test
     the module's docstring describes, adjusted as one Benjamini–Hochberg family at ``q``.
@@ -368,7 +369,9 @@ def check_drift(con: Any, *, baseline: tuple[datetime, datetime],
     Returns a JSON-able dict: the windows, ``q``, ``min_n``, ``test`` (each test stated),
     ``tests`` (every comparison, skipped ones with their reason) and ``alarms`` (the tests
     with an alarm, most significant first), each with a one-line ``message``. ``resamples``
-    is the permutation test's; ``seed`` varies every seeded draw.
+    is the permutation test's; ``seed`` varies every seeded draw. ``exclude``: metrics not
+    tested (a name, or ``component.metric``) — e.g. ``latency_ms``, whose values are the
+    machine's load as much as the system's; they never enter the family.
     """
     baseline = (_naive_utc(baseline[0]), _naive_utc(baseline[1]))
     recent = (_naive_utc(recent[0]), _naive_utc(recent[1]))
@@ -397,27 +400,30 @@ def check_drift(con: Any, *, baseline: tuple[datetime, datetime],
                           "route": route, "windows": by_slice[route]})
 
     metric_rows = con.execute(
-        "SELECT s.w, s.route, m.component, m.metric, list(m.value ORDER BY m.trace_id) "
+        "SELECT s.w, s.route, m.component, m.metric, array_agg(m.value ORDER BY m.trace_id) "
         "FROM metrics m JOIN drift_sel s USING (trace_id) "
-        "WHERE m.value IS NOT NULL AND isfinite(m.value) GROUP BY ALL").fetchall()
+        f"WHERE {finite('m.value')} GROUP BY 1, 2, 3, 4").fetchall()
+    left_out = set(exclude)
     for key, by_slice in sorted(_by_route([(w, r, (c, m), v) for w, r, c, m, v
                                            in metric_rows], slices).items()):
+        if key[1] in left_out or f"{key[0]}.{key[1]}" in left_out:
+            continue
         add("metric", key[0], key[1], by_slice)
     verdict_rows = con.execute(
-        "SELECT s.w, s.route, v.component, count(*) FILTER (v.passed), "
-        "count(*) FILTER (NOT v.passed) FROM verdicts v JOIN drift_sel s USING (trace_id) "
-        "GROUP BY ALL").fetchall()
+        "SELECT s.w, s.route, v.component, count(*) FILTER (WHERE v.passed), "
+        "count(*) FILTER (WHERE NOT v.passed) FROM verdicts v JOIN drift_sel s USING (trace_id) "
+        "GROUP BY 1, 2, 3").fetchall()
     for comp, by_slice in sorted(_by_route([(w, r, c, np.array([k, k + f])) for w, r, c, k, f
                                             in verdict_rows], slices).items()):
         add("verdict", comp, None, by_slice)
     e2e_rows = con.execute(
-        "SELECT w, route, count(*) FILTER (passed), count(*) FILTER (NOT passed) "
-        "FROM drift_sel GROUP BY ALL").fetchall()
+        "SELECT w, route, count(*) FILTER (WHERE passed), count(*) FILTER (WHERE NOT passed) "
+        "FROM drift_sel GROUP BY 1, 2").fetchall()
     add("end_to_end", None, None,
         _by_route([(w, r, None, np.array([k, k + f])) for w, r, k, f in e2e_rows], slices)[None])
     cause_rows = con.execute(
         "SELECT w, route, COALESCE(root_cause, ?), count(*) FROM drift_sel WHERE NOT passed "
-        "GROUP BY ALL", [UNATTRIBUTED]).fetchall()
+        "GROUP BY 1, 2, 3", [UNATTRIBUTED]).fetchall()
     failed = _by_route([(w, r, None, np.array(n)) for w, r, _, n in cause_rows], slices)[None]
     causes = _by_route([(w, r, c, np.array(n)) for w, r, c, n in cause_rows], slices)
     for comp, by_slice in sorted(causes.items()):
@@ -439,6 +445,7 @@ def check_drift(con: Any, *, baseline: tuple[datetime, datetime],
         "recent": {"start": iso(recent[0]), "end": iso(recent[1])},
         "q": q,
         "min_n": min_n,
+        "excluded": sorted(left_out),
         "test": {
             "metric": "two-sided permutation test of the difference in means (exact over "
                       f"every split when there are at most {resamples}, else {resamples} "

@@ -56,6 +56,23 @@ class Evaluated:
     warnings: list[str] = field(default_factory=list)
     evaluators: dict[str, dict[str, str]] = field(default_factory=dict)
     """Component -> metric -> the evaluator that computed it."""
+    judge_down: str | None = None
+    """The error of a judgment the judge could not answer because it was down (a judgment
+    record marked ``unavailable``): the trace is evaluated again later, not stored so."""
+
+
+def results_for(scenario: Scenario, context: EvalContext,
+                items: Sequence[tuple[str, Trace, str | None]], *, warned: set[str],
+                only: set[tuple[str, str]] | None = None) -> list[CaseResult]:
+    """``(trace id, trace, question)`` items evaluated for question-only cases, with the
+    reference-free metrics only (``only``: those, when already known) — in the monitor's
+    process, or on a Ray worker for a backlog (:func:`evalharness.executors.run_group`)."""
+    if not items:
+        return []
+    pairs = [(Case(id=tid, question=question or ""), trace.model_copy(update={"case_id": tid}))
+             for tid, trace, question in items]
+    only = reference_free_metrics(scenario) if only is None else only
+    return evaluate_batch(scenario, context, pairs, warned=warned, only=only or {("", "")})
 
 
 def reference_free_metrics(scenario: Scenario) -> set[tuple[str, str]]:
@@ -107,15 +124,12 @@ class ReferenceFree:
 
     def evaluate(self, items: Sequence[tuple[str, Trace, str | None]]) -> list[Evaluated]:
         """Evaluate ``(trace id, trace, question)`` items (one batch)."""
-        if not items:
-            return []
-        pairs = [(Case(id=tid, question=question or ""),
-                  trace.model_copy(update={"case_id": tid})) for tid, trace, question in items]
-        results = evaluate_batch(self.scenario, self.context, pairs, warned=self.warned,
-                                 only=self.only or {("", "")})
-        return [self._one(r) for r in results]
+        return [self.read(r) for r in results_for(self.scenario, self.context, items,
+                                                  warned=self.warned, only=self.only)]
 
-    def _one(self, result: CaseResult) -> Evaluated:
+    def read(self, result: CaseResult) -> Evaluated:
+        """A trace's result (:func:`results_for`, here or on a cluster's worker) as the
+        monitor stores it: its reference-free metrics, verdicts and root cause."""
         pipeline = self.scenario.pipeline
         metrics = {name: {m: v for m, v in comp.metrics.items() if (name, m) in self.only}
                    for name, comp in result.components.items()}
@@ -138,7 +152,8 @@ class ReferenceFree:
                          root_cause=root, passed=passed, latency_ms=latency,
                          total_tokens=tokens, warnings=list(result.warnings),
                          evaluators={name: dict(comp.evaluators)
-                                     for name, comp in result.components.items()})
+                                     for name, comp in result.components.items()},
+                         judge_down=_judge_down(result))
 
     def _verdict(self, result: CaseResult, name: str) -> ComponentVerdict | None:
         comp = result.components.get(name)
@@ -157,6 +172,17 @@ class ReferenceFree:
         verdict = check(gates, comp.metrics)
         passed = {"pass": True, "fail": False}.get(verdict.status)
         return ComponentVerdict(passed, text, verdict.reason)
+
+
+def _judge_down(result: CaseResult) -> str | None:
+    """The error of the first judgment of ``result`` the judge could not answer because it
+    was down (its record says ``unavailable``), else ``None``."""
+    for comp in result.components.values():
+        for value in comp.metrics.values():
+            for record in (value.details or {}).get("judgments") or ():
+                if isinstance(record, dict) and record.get("unavailable"):
+                    return str(record.get("error") or "the judge did not answer")
+    return None
 
 
 def details_json(value: MetricValue) -> str | None:

@@ -47,7 +47,7 @@ import click
 
 import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import EvalHarnessError, InputError, UsageError
-from evalharness.monitor.store import connect, hash_user_id, user_salt
+from evalharness.monitor.store import as_target, connect, dialect, hash_user_id, user_salt
 from evalharness.review.server import (
     REQUEST_TIMEOUT,
     Handler,
@@ -478,17 +478,22 @@ def resolve(con: Any, *, join_key_attribute: str | None = None) -> int:
         pick = ("SELECT f.feedback_id, t.trace_id, coalesce(t.start_time, t.stored_at) AS ts, "
                 "f.received_at AS given FROM feedback f JOIN traces t ON {on} "
                 "WHERE f.trace_id IS NULL AND f.key_attribute = ?")
-        parts = [pick.format(on="json_extract_string(t.attributes, ?) = f.key_value")]
-        params: list[Any] = [f'$."{attribute}"', attribute]
+        if dialect(con) == "postgresql":  # attributes is JSON text there
+            parts = [pick.format(on="(t.attributes::jsonb ->> ?) = f.key_value")]
+            params: list[Any] = [attribute, attribute]
+        else:
+            parts = [pick.format(on="json_extract_string(t.attributes, ?) = f.key_value")]
+            params = [f'$."{attribute}"', attribute]
         if attribute == join_key_attribute:
             parts.append(pick.format(on="t.join_key = f.key_value"))
             params.append(attribute)
         con.execute(
             "UPDATE feedback SET trace_id = best.trace_id FROM ("
-            " SELECT feedback_id, arg_min(trace_id, (CASE WHEN ts <= given THEN 0 ELSE 1 END,"
-            "   CASE WHEN ts <= given THEN -epoch_us(ts) ELSE epoch_us(ts) END, trace_id))"
-            "   AS trace_id"
-            f" FROM ({' UNION '.join(parts)}) GROUP BY feedback_id) AS best "
+            " SELECT feedback_id, (array_agg(trace_id ORDER BY"
+            "   CASE WHEN ts <= given THEN 0 ELSE 1 END,"
+            "   CASE WHEN ts <= given THEN ts END DESC NULLS LAST,"
+            "   CASE WHEN ts > given THEN ts END NULLS LAST, trace_id))[1] AS trace_id"
+            f" FROM ({' UNION '.join(parts)}) AS found GROUP BY feedback_id) AS best "
             "WHERE feedback.feedback_id = best.feedback_id", params)
     return before - _count(con, "trace_id IS NULL")
 
@@ -520,11 +525,15 @@ def count_rejected(con: Any, n: int) -> None:
 
 BY_USER = """
 SELECT trace_id, user_id,
-    arg_max(thumbs, (received_at, feedback_id)) FILTER (WHERE thumbs IS NOT NULL) AS thumbs,
+    (array_agg(thumbs ORDER BY received_at DESC, feedback_id DESC)
+        FILTER (WHERE thumbs IS NOT NULL))[1] AS thumbs,
     max(received_at) FILTER (WHERE thumbs IS NOT NULL) AS thumbs_at,
-    arg_max(score, (received_at, feedback_id)) FILTER (WHERE score IS NOT NULL) AS score,
-    arg_max(labels, (received_at, feedback_id)) FILTER (WHERE labels IS NOT NULL) AS labels,
-    arg_max(comment, (received_at, feedback_id)) FILTER (WHERE comment IS NOT NULL) AS comment,
+    (array_agg(score ORDER BY received_at DESC, feedback_id DESC)
+        FILTER (WHERE score IS NOT NULL))[1] AS score,
+    (array_agg(labels ORDER BY received_at DESC, feedback_id DESC)
+        FILTER (WHERE labels IS NOT NULL))[1] AS labels,
+    (array_agg(comment ORDER BY received_at DESC, feedback_id DESC)
+        FILTER (WHERE comment IS NOT NULL))[1] AS comment,
     count(*) AS records,
     max(received_at) AS last_at
 FROM feedback
@@ -533,37 +542,56 @@ GROUP BY trace_id, user_id
 """
 """Per trace and user (``NULL`` users are one anonymous user): the user's latest thumbs,
 score, labels and comment, each the last record that gave one (a later comment does not
-erase an earlier thumbs-down)."""
+erase an earlier thumbs-down). ``(array_agg(x ORDER BY …))[1]`` is DuckDB's ``arg_max`` in a
+form PostgreSQL runs too."""
 
-BY_TRACE = """
-SELECT trace_id,
+_BY_TRACE_COUNTS = """
     count(*) AS users,
     count(*) FILTER (WHERE thumbs = 1) AS thumbs_up,
     count(*) FILTER (WHERE thumbs = -1) AS thumbs_down,
     CASE WHEN count(*) FILTER (WHERE thumbs = 1) > count(*) FILTER (WHERE thumbs = -1) THEN 1
          WHEN count(*) FILTER (WHERE thumbs = 1) < count(*) FILTER (WHERE thumbs = -1) THEN -1
-         ELSE arg_max(thumbs, thumbs_at) FILTER (WHERE thumbs IS NOT NULL) END AS thumbs,
-    avg(score) AS score,
+         ELSE (array_agg(thumbs ORDER BY thumbs_at DESC)
+               FILTER (WHERE thumbs IS NOT NULL))[1] END AS thumbs,
+    avg(score) AS score"""
+
+BY_TRACE = {
+    "duckdb": f"""
+SELECT trace_id,{_BY_TRACE_COUNTS},
     list_sort(list_distinct(flatten(
         list(CAST(labels AS VARCHAR[])) FILTER (WHERE labels IS NOT NULL)))) AS labels,
     count(comment) AS comments,
     max(last_at) AS last_at
 FROM feedback_by_user
 GROUP BY trace_id
-"""
+""",
+    # PostgreSQL: labels is JSON text; the union of the users' labels is aggregated apart
+    "postgresql": f"""
+SELECT b.trace_id, b.users, b.thumbs_up, b.thumbs_down, b.thumbs, b.score, l.labels,
+    b.comments, b.last_at
+FROM (SELECT trace_id,{_BY_TRACE_COUNTS},
+        count(comment) AS comments, max(last_at) AS last_at
+      FROM feedback_by_user GROUP BY trace_id) AS b
+LEFT JOIN (SELECT u.trace_id, array_agg(DISTINCT x ORDER BY x) AS labels
+           FROM feedback_by_user AS u, jsonb_array_elements_text(u.labels::jsonb) AS x
+           GROUP BY u.trace_id) AS l USING (trace_id)
+""",
+}
 """Per trace, "the user's label": ``thumbs`` the majority of its users' latest thumbs (a tie:
 the latest; one user: theirs), ``score`` the mean of their latest scores, ``labels`` the
-union of their latest labels, with ``users``, ``thumbs_up``, ``thumbs_down``, ``comments``
-and ``last_at``. Reads the view ``feedback_by_user`` (:data:`BY_USER`)."""
+union of their latest labels (sorted; NULL: none), with ``users``, ``thumbs_up``,
+``thumbs_down``, ``comments`` and ``last_at``. Reads the view ``feedback_by_user``
+(:data:`BY_USER`). Per dialect: the labels' union has no common form."""
 
 
 def feedback_view(con: Any) -> None:
     """Create the temporary views ``feedback_by_user`` (:data:`BY_USER`) and
-    ``feedback_by_trace`` (:data:`BY_TRACE`) on ``con`` (a read-only connection will do).
+    ``feedback_by_trace`` (:data:`BY_TRACE`, in ``con``'s dialect) on ``con`` (a read-only connection will do).
     Only resolved feedback is in them: call :func:`resolve` first where the connection may
     write."""
     con.execute(f"CREATE OR REPLACE TEMP VIEW feedback_by_user AS {BY_USER}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW feedback_by_trace AS {BY_TRACE}")
+    con.execute("CREATE OR REPLACE TEMP VIEW feedback_by_trace AS "
+                + BY_TRACE[dialect(con)])
 
 
 # -- the HTTP endpoint ------------------------------------------------------------------------
@@ -573,7 +601,8 @@ def feedback_view(con: Any) -> None:
 class Endpoint:
     """What the endpoint's handler serves: the store, the token and its counters."""
 
-    store: Path
+    store: Any
+    """The store's target (a DuckDB path or :class:`~evalharness.monitor.store.PostgresTarget`)."""
     token: str
     key: str = "trace_id"
     redact_user_ids: str = "keep"
@@ -583,7 +612,8 @@ class Endpoint:
     hosts: Any = None
     """The :class:`~evalharness.review.server.Hosts` check (:func:`make_server` sets it)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
-    """One store connection at a time in this process (DuckDB: one writer)."""
+    """One store connection at a time in this process (DuckDB: one writer; PostgreSQL: one
+    writer per store, :func:`evalharness.monitor.store.connect_postgres`)."""
     counts: Counter = field(default_factory=Counter)
     """Since this server started: ``requests``, ``stored``, ``duplicates``, ``rejected``."""
 
@@ -719,7 +749,7 @@ class FeedbackHandler(Handler):
         self._json(status, answer)
 
 
-def make_server(store: Path, *, host: str = "127.0.0.1", port: int = 0,
+def make_server(store: Any, *, host: str = "127.0.0.1", port: int = 0,
                 token: str | None = None, key: str = "trace_id",
                 redact_user_ids: str = "keep", max_body: int = MAX_BODY,
                 request_timeout: float = REQUEST_TIMEOUT, wait: _dt.timedelta = WAIT
@@ -734,9 +764,10 @@ def make_server(store: Path, *, host: str = "127.0.0.1", port: int = 0,
     if redact_user_ids not in REDACTIONS:
         raise UsageError(f"redact_user_ids {redact_user_ids!r}: give one of "
                          f"{', '.join(REDACTIONS)}")
-    with connect(Path(store)) as con:
+    store = as_target(store)
+    with connect(store) as con:
         user_salt(con)
-    app = Endpoint(Path(store), token or new_token(), key, redact_user_ids, wait=wait,
+    app = Endpoint(store, token or new_token(), key, redact_user_ids, wait=wait,
                    max_body=max_body)
     return review_server(app, host, port, request_timeout=request_timeout,
                          handler=FeedbackHandler)
@@ -747,7 +778,7 @@ def url_of(server: Server) -> str:
     return f"http://{url_host(server.server_address[0])}:{server.server_address[1]}"
 
 
-def serve(store: Path, host: str = "127.0.0.1", port: int = 0, token: str | None = None, *,
+def serve(store: Any, host: str = "127.0.0.1", port: int = 0, token: str | None = None, *,
           key: str = "trace_id", redact_user_ids: str = "keep",
           ready: Callable[[Server], None] | None = None,
           wait: _dt.timedelta = WAIT) -> dict[str, int]:
@@ -783,22 +814,20 @@ def serve(store: Path, host: str = "127.0.0.1", port: int = 0, token: str | None
 class MonitorSettings:
     """What the feedback commands need of MONITOR.yaml (:func:`monitor_settings`)."""
 
-    store: Path
+    store: Any
     key: str = "trace_id"
     redact_user_ids: str = "hash"
     wait: _dt.timedelta = WAIT
 
 
 def monitor_settings(path: Path) -> MonitorSettings:
-    """``store.path`` (relative to MONITOR.yaml), ``feedback.key`` and ``redact.user_ids`` of
+    """The store (``store.path`` relative to MONITOR.yaml, or ``store.url``), ``feedback.key`` and ``redact.user_ids`` of
     MONITOR.yaml, validated as ``evalharness monitor`` validates it (the scenario it names is
     not loaded: feedback needs none of it)."""
     from evalharness.monitor.config import read_monitor_file
 
     spec, _ = read_monitor_file(Path(path))
-    store = Path(spec.store.path)
-    return MonitorSettings(store if store.is_absolute() else Path(path).parent / store,
-                           spec.feedback.key, spec.redact.user_ids, spec.feedback.wait_span)
+    return MonitorSettings(spec.store.target(Path(path).parent), spec.feedback.key, spec.redact.user_ids, spec.feedback.wait_span)
 
 
 MONITOR = click.Path(path_type=Path, dir_okay=False, exists=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,6 +93,8 @@ class Pass:
     too_old: int = 0
     """Skipped: they started before the store's retention (stored, they would be deleted at
     the next pass and read again)."""
+    held_back: int = 0
+    """Left in the sources, not mapped: the queue was full (back-pressure)."""
     stats: GroupStats = field(default_factory=GroupStats)
 
 
@@ -136,10 +138,12 @@ def _scalars(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] | None = None,
               *, summary: Pass | None = None,
-              older_than: datetime | None = None) -> Iterator[Incoming]:
+              older_than: datetime | None = None,
+              hold: Callable[[], bool] | None = None) -> Iterator[Incoming]:
     """Every trace of the sources whose id is not in ``known``, mapped, in the order the
     sources hold them; ``summary`` counts what was seen, skipped and left pending. A trace
-    that started before ``older_than`` (naive UTC: the retention's cut-off) is skipped."""
+    that started before ``older_than`` (naive UTC: the retention's cut-off) is skipped; while
+    ``hold()`` is true (the queue is full) new traces are counted and left, unmapped."""
     summary = summary if summary is not None else Pass()
     files = source_files(monitor)
     summary.files = files
@@ -164,6 +168,9 @@ def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] 
         start = _time(min(starts) if starts else None)
         if older_than is not None and start is not None and start < older_than:
             summary.too_old += 1
+            continue
+        if hold is not None and hold():
+            summary.held_back += 1
             continue
         attributes = _scalars(root.attributes)
         user = next((str(attributes[a]) for a in USER_ATTRIBUTES if a in attributes), None)
@@ -214,13 +221,16 @@ class Sampler:
     catches up). ``counts`` (stratum -> [seen, sampled]) come from the store at the start of a
     pass, so a restart decides as the killed process would have."""
 
-    def __init__(self, sampling: Sampling, counts: dict[str | None, list[int]] | None = None
-                 ) -> None:
+    def __init__(self, sampling: Sampling, counts: dict[str | None, list[int]] | None = None,
+                 factor: Callable[[], float] | None = None) -> None:
         self.sampling = sampling
         self.counts = counts if counts is not None else {}
+        self.factor = factor
+        """The judge budget's factor on the rate, asked at each decision (``None``: 1)."""
 
     def decide(self, incoming: Incoming, thumbs: int | None = None) -> tuple[bool, str]:
-        """``(evaluated, reason)``: ``always: RULE``, ``rate`` or ``not sampled``."""
+        """``(evaluated, reason)``: ``always: RULE``, ``rate``, ``budget`` (the rate would
+        have taken it, the judge's budget did not) or ``not sampled``."""
         s = self.sampling
         stratum = incoming.route if s.by == "route" else None
         seen_sampled = self.counts.setdefault(stratum, [0, 0])
@@ -229,16 +239,18 @@ class Sampler:
             if matches(rule, incoming, thumbs):
                 seen_sampled[1] += 1
                 return True, f"always: {rule.label()}"
-        take = rank(s.seed, incoming.trace_id) < s.rate
-        if not take and s.by == "route" and s.rate > 0:
-            take = seen_sampled[1] < math.ceil(s.rate * seen_sampled[0] - 1e-9)
+        rate = s.rate * (self.factor() if self.factor is not None else 1.0)
+        place = rank(s.seed, incoming.trace_id)
+        take = place < rate
+        if not take and s.by == "route" and rate > 0:
+            take = seen_sampled[1] < math.ceil(rate * seen_sampled[0] - 1e-9)
             if take:
                 seen_sampled[1] += 1
                 return True, "rate (route catching up)"
         if take:
             seen_sampled[1] += 1
             return True, "rate"
-        return False, "not sampled"
+        return False, "budget" if place < s.rate else "not sampled"
 
 
 def thumbs_of(rows: Iterable[tuple[str | None, str | None, str | None, int | None]],

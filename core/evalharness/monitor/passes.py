@@ -11,6 +11,7 @@ to write a batch, so ``monitor report`` can read between them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -22,8 +23,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from evalharness.models import BUILTIN_STEPS
+from evalharness.judge.base import Usage
+from evalharness.models import BUILTIN_STEPS, CaseResult, Trace
 from evalharness.monitor import store
+from evalharness.monitor.budget import Budget
 from evalharness.monitor.config import Monitor
 from evalharness.monitor.evaluate import Evaluated, ReferenceFree, details_json, judge_of
 from evalharness.monitor.intake import (
@@ -38,6 +41,17 @@ from evalharness.monitor.intake import (
 from evalharness.prepare import make_judge, prepare_context
 
 FEEDBACK_MODULE = "evalharness.monitor.feedback"
+
+INTAKE_BATCH = 500
+"""Traces intake decides and stores in one transaction at least (``batch_size`` when larger).
+Intake asks no judge, so its transactions can be larger than evaluation's: each costs a
+connection to the store (tens of milliseconds with DuckDB, which checkpoints on close), and a
+monitor killed mid-way leaves the undecided traces in the sources, decided again next time."""
+
+EXECUTOR_BATCHES = 20
+"""With an executor, queued traces taken at once, in batches: enough to keep a cluster's
+workers busy (the executor splits them into its groups), few enough that a monitor killed
+mid-way re-evaluates little (they are stored in one transaction when all are back)."""
 
 
 @dataclass
@@ -60,15 +74,39 @@ class PassSummary:
     root_causes: dict[str, int] = field(default_factory=dict)
     feedback: Any = None
     stopped: bool = False
+    queued: int = 0
+    """Sampled traces intake put in the queue."""
+    held_back: int = 0
+    """New traces intake left in the sources: the queue was full (back-pressure)."""
+    left_by_budget: int = 0
+    """Traces the rate would have taken that the judge's budget left out."""
+    waiting: int = 0
+    """Traces in the queue after the pass."""
+    put_back: int = 0
+    """Traces whose evaluation the judge could not answer: back in the queue, for later."""
+    judge_down: str | None = None
+    """Why evaluation stopped early: the judge could not answer (the last error)."""
+    budget_spent: str | None = None
+    """Why evaluation stopped early: the day's judge budget is spent."""
+    budget: dict[str, Any] | None = None
+    """The day's judge budget after the pass (``budget:`` set)."""
+    intake_batches: int = 0
 
     def line(self) -> str:
         causes = ", ".join(f"{c} {n}" for c, n in sorted(self.root_causes.items(),
                                                          key=lambda kv: -kv[1]))
-        return (f"{self.stored} traces stored ({self.evaluated} evaluated, {self.not_sampled} "
-                f"left out by sampling, {self.unmappable} unmappable); {self.known} already "
-                f"stored, {self.pending} pending"
+        return (f"{self.stored} traces stored ({self.queued} queued, {self.not_sampled} "
+                f"left out by sampling, {self.unmappable} unmappable), {self.evaluated} "
+                f"evaluated, {self.waiting} waiting; {self.known} already stored, "
+                f"{self.pending} pending"
                 + (f", {self.too_old} older than retention (skipped)" if self.too_old else "")
-                + (f"; root causes: {causes}" if causes else ""))
+                + (f", {self.held_back} held back (queue full)" if self.held_back else "")
+                + (f", {self.left_by_budget} left out by the judge's budget"
+                   if self.left_by_budget else "")
+                + (f"; root causes: {causes}" if causes else "")
+                + (f"; judge down, {self.put_back} back in the queue: {self.judge_down}"
+                   if self.judge_down else "")
+                + (f"; {self.budget_spent}" if self.budget_spent else ""))
 
 
 class MonitorRun:
@@ -77,11 +115,16 @@ class MonitorRun:
     :meth:`close`."""
 
     def __init__(self, monitor: Monitor, *,
-                 on_batch: Callable[[int, PassSummary], None] | None = None) -> None:
+                 on_batch: Callable[[int, PassSummary], None] | None = None,
+                 executor: Any = None) -> None:
         self.monitor = monitor
+        self.executor = executor
+        """An executor for the queue (``--executor ray``): the queue is evaluated on its
+        workers, :data:`EXECUTOR_BATCHES` batches at a time; ``None``: in this process."""
         scenario = monitor.scenario
         self.on_batch = on_batch
-        monitor.store_path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(monitor.store_path, Path):  # a DuckDB file (not a PostgreSQL schema)
+            monitor.store_path.parent.mkdir(parents=True, exist_ok=True)
         self.folder = Path(tempfile.mkdtemp(prefix="evalharness-monitor-"))
         self.judge = make_judge(scenario)
         try:
@@ -108,10 +151,25 @@ class MonitorRun:
 
     def run_pass(self, *, limit: int | None = None,
                  stop: Callable[[], bool] = lambda: False) -> PassSummary:
-        """Process what the sources hold now; ``limit``: decide at most that many new traces;
-        ``stop()`` is asked between batches (a signal stops after the current batch)."""
+        """Process what the sources hold now, then evaluate the queue until it is empty (or
+        the judge is down, or the day's budget spent); ``limit``: decide at most that many new
+        traces; ``stop()`` is asked between batches (a signal stops after the current
+        batch). The service (``monitor`` without ``--once``) runs the two halves in two
+        threads instead: :meth:`intake` and :meth:`evaluate_queue`."""
+        summary = self.intake(limit=limit, stop=stop)
+        if not summary.stopped:
+            self.evaluate_queue(summary, stop=stop)
+        return summary
+
+    def intake(self, *, limit: int | None = None, stop: Callable[[], bool] = lambda: False,
+               summary: PassSummary | None = None) -> PassSummary:
+        """Retention, feedback, then every trace of the sources not yet stored: decided
+        (sampling, the judge's budget), stored a batch per transaction — a sampled one as
+        ``queued``, with its whole trace in the queue. No judge is asked: a slow or dead
+        judge never holds intake up. At ``queue.max`` queued traces intake takes no new trace
+        (back-pressure: they stay in the sources for a later pass)."""
         monitor, spec = self.monitor, self.monitor.spec
-        summary = PassSummary()
+        summary = summary if summary is not None else PassSummary()
         feedback_rule = any(r.feedback == "down" for r in spec.sampling.always)
         days = spec.store.retention_days
         cutoff = (datetime.now(UTC).replace(tzinfo=None) - timedelta(days=days)
@@ -124,30 +182,40 @@ class MonitorRun:
             thumbs = thumbs_of(store.feedback_thumbs(con), spec.feedback.key)
             counts = store.sampling_counts(con)
             salt = store.user_salt(con) if spec.redact.user_ids == "hash" else ""
-        sampler = Sampler(spec.sampling, counts)
+            budget = Budget.read(con, spec.budget, _now()) if spec.budget.enabled else None
+            room = [spec.queue.max - store.queue_size(con)]  # the queue's room left
+        sampler = Sampler(spec.sampling, counts,
+                          factor=budget.factor if budget is not None else None)
         found = Pass()
         batch: list[tuple[Incoming, bool, str]] = []
         decided = 0
         for incoming in read_pass(monitor, known - again, self.step_models, summary=found,
-                                  older_than=cutoff):
+                                  older_than=cutoff, hold=lambda: room[0] <= 0):
             if limit is not None and decided >= limit:
                 break
             decided += 1
             if incoming.error is not None:
                 batch.append((incoming, False, "unmappable"))
             else:
-                batch.append((incoming, *sampler.decide(
-                    incoming, thumbs_for(incoming, thumbs, spec.feedback.key))))
-            if len(batch) >= spec.batch_size:
-                self._flush(batch, again, salt, summary)
+                take, reason = sampler.decide(
+                    incoming, thumbs_for(incoming, thumbs, spec.feedback.key))
+                batch.append((incoming, take, reason))
+                if take:
+                    room[0] -= 1
+                    if budget is not None:
+                        budget.queued += 1
+                elif reason == "budget":
+                    summary.left_by_budget += 1
+            if len(batch) >= max(spec.batch_size, INTAKE_BATCH):
+                self._queue(batch, again, salt, summary)
                 batch = []
                 if stop():
                     summary.stopped = True
                     break
         if batch and not summary.stopped:
-            self._flush(batch, again, salt, summary)
+            self._queue(batch, again, salt, summary)
         summary.seen, summary.known, summary.pending = found.seen, found.known, found.pending
-        summary.too_old = found.too_old
+        summary.too_old, summary.held_back = found.too_old, found.held_back
         summary.files = len(found.files)
         return summary
 
@@ -155,20 +223,21 @@ class MonitorRun:
         """The drift check over the store (``drift:``), its alarms recorded (one transaction)
         and the new and resolved ones sent through ``alerts:``; the check (``None``: disabled,
         or no evaluated trace yet) and the alerts sent."""
-        from evalharness.monitor.alerts import run_check, send, update_alarms
+        from evalharness.monitor.alerts import deliver, run_check, update_alarms
 
         spec = self.monitor.spec.drift
         if not spec.enabled:
             return None, []
+        senders = [name for name, _, _ in self.monitor.senders]
         with store.connect(self.monitor.store_path) as con:
             check = run_check(con, recent=spec.recent, baseline=spec.baseline, q=spec.q,
-                              min_n=spec.min_n)
-            if check is None:
-                return None, []
-            alerts = update_alarms(con, check, monitor=self.monitor.name,
-                                   store=str(self.monitor.store_path))
-        if alerts and self.monitor.senders:
-            send(alerts, self.monitor.senders, warn)
+                              min_n=spec.min_n, exclude=spec.exclude)
+            alerts = [] if check is None else update_alarms(
+                con, check, monitor=self.monitor.name, store=str(self.monitor.store_path),
+                senders=senders)
+        if senders:  # what this check wrote, and what earlier ones could not send
+            deliver(lambda: store.connect(self.monitor.store_path), self.monitor.senders,
+                    warn)
         return check, alerts
 
     def _ingest_feedback(self, con: Any, older_than: datetime | None) -> Any:
@@ -186,18 +255,94 @@ class MonitorRun:
         """The feedback module's matching of feedback to the traces just stored."""
         self.feedback.resolve(con, join_key_attribute=self.join_key_attribute)
 
-    def _flush(self, batch: list[tuple[Incoming, bool, str]], again: set[str], salt: str,
+    def _queue(self, batch: list[tuple[Incoming, bool, str]], again: set[str], salt: str,
                summary: PassSummary) -> None:
-        sampled = [i for i, take, _ in batch if take]
-        results = {e.trace_id: e for e in self.evaluation.evaluate(
-            [(i.trace_id, i.trace, i.mapped.question) for i in sampled])}
-        now = datetime.now(UTC).replace(tzinfo=None)
-        traces, metrics, verdicts = [], [], []
+        """One intake batch in one transaction: every trace's row (a sampled one ``queued``)
+        and the queue's rows."""
+        now = _now()
+        traces, queued = [], []
         for incoming, take, reason in batch:
-            evaluated = results.get(incoming.trace_id) if take else None
-            traces.append(self._trace_row(incoming, take, reason, evaluated, now, salt))
-            if evaluated is None:
-                continue
+            traces.append(self._trace_row(incoming, take, reason, None, now, salt))
+            if take:
+                record = incoming.trace.model_dump(mode="json", exclude_none=True)
+                queued.append((incoming.trace_id, now, incoming.start,
+                               incoming.mapped.question,
+                               json.dumps(record, ensure_ascii=False), 0, None, None))
+        with store.connect(self.monitor.store_path) as con:
+            store.write_batch(con, traces, [], [], replace=again, queued=queued,
+                              feedback_key=self.monitor.spec.feedback.key,
+                              resolve=self._resolve if hasattr(self.feedback, "resolve")
+                              else None)
+        summary.intake_batches += 1
+        summary.stored += len(traces)
+        for row in traces:
+            if row["status"] == "queued":
+                summary.queued += 1
+            elif row["status"] == "unmappable":
+                summary.unmappable += 1
+            else:
+                summary.not_sampled += 1
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def evaluate_queue(self, summary: PassSummary | None = None, *,
+                       stop: Callable[[], bool] = lambda: False,
+                       batches: int | None = None) -> PassSummary:
+        """Evaluate queued traces, the oldest first, a batch per transaction, until the queue
+        holds none due (or ``batches`` were done, or ``stop()``). A trace the judge could not
+        answer (down: no connection, deadlines, 429/5xx after its retries) goes back to the
+        queue with its attempts counted and waits out a backoff (``queue.retry``, doubled per
+        failure in a row up to ``queue.max_retry``) — its error is never stored as a value;
+        the others of its batch are stored. With ``budget:``, nothing is sent once the day's
+        budget is spent: the queue waits for the next day."""
+        spec = self.monitor.spec
+        summary = summary if summary is not None else PassSummary()
+        done, finished = 0, None
+        while True:
+            # one connection a batch: it stores the batch just evaluated and takes the next
+            # (the store is never held while the judge works)
+            now = _now()
+            size = spec.batch_size * (EXECUTOR_BATCHES if self.executor is not None else 1)
+            with store.connect(self.monitor.store_path) as con:
+                if finished is not None:
+                    self._store(con, finished, summary)
+                    if summary.judge_down:
+                        break
+                if stop() or (batches is not None and done >= batches):
+                    break
+                if spec.budget.enabled:
+                    budget = Budget.read(con, spec.budget, now)
+                    summary.budget = budget.summary()
+                    summary.budget_spent = budget.exhausted()
+                    if summary.budget_spent:
+                        break
+                    size = budget.room(size)
+                rows = store.take_queue(con, size, now)
+            if not rows:
+                break
+            done += 1
+            finished = self._evaluate(rows, now)
+        with store.connect(self.monitor.store_path) as con:
+            summary.waiting = store.queue_size(con)
+            if spec.budget.enabled:
+                summary.budget = Budget.read(con, spec.budget, _now()).summary()
+        return summary
+
+    def _evaluate(self, rows: list[tuple[Any, ...]], now: datetime) -> dict[str, Any]:
+        """One batch of queued traces evaluated (nothing stored yet): the rows to write, and
+        the traces the judge could not answer, with the backoff they wait out."""
+        items = [(tid, Trace.model_validate_json(trace), question)
+                 for tid, question, trace, _ in rows]
+        results = (self.evaluation.evaluate(items) if self.executor is None
+                   else self._on_executor(rows))
+        down = [e for e in results if e.judge_down]
+        good = [e for e in results if not e.judge_down]
+        prices = self.judge.config.prices if self.judge is not None else None
+        traces = {tid: trace for tid, trace, _ in items}
+        updates, metrics, verdicts = [], [], []
+        evaluated_at = _now()
+        for evaluated in good:
+            usage = Usage(prices)
             for component, values in evaluated.metrics.items():
                 by = evaluated.evaluators.get(component, {})
                 judges: dict[str, str] = {}  # an evaluator's judge, recorded on one value
@@ -205,32 +350,81 @@ class MonitorRun:
                     judge = judge_of(value)
                     if judge is not None:
                         judges.setdefault(by.get(metric, ""), judge)
+                    usage.add([r for r in value.details.get("judgments") or ()
+                               if isinstance(r, dict)])
                 for metric, value in values.items():
                     judge = judge_of(value) or judges.get(by.get(metric, ""))
-                    metrics.append((incoming.trace_id, component, metric, value.value,
+                    metrics.append((evaluated.trace_id, component, metric, value.value,
                                     value.error, judge, details_json(value)))
             for component, v in evaluated.verdicts.items():
-                verdicts.append((incoming.trace_id, component, v.passed, v.criterion,
+                verdicts.append((evaluated.trace_id, component, v.passed, v.criterion,
                                  v.reason))
-        with store.connect(self.monitor.store_path) as con:
-            store.write_batch(con, traces, metrics, verdicts, replace=again,
-                              feedback_key=self.monitor.spec.feedback.key,
-                              resolve=self._resolve if hasattr(self.feedback, "resolve")
-                              else None)
+            spent = usage.summary()
+            updates.append({
+                "trace_id": evaluated.trace_id, "root_cause": evaluated.root_cause,
+                "passed": evaluated.passed, "latency_ms": evaluated.latency_ms,
+                "total_tokens": evaluated.total_tokens,
+                "trace": self._stored_trace(traces[evaluated.trace_id]),
+                "evaluated_at": evaluated_at, "judge_requests": spent["requests"],
+                "judge_cost": spent.get("cost")})
+        wait = None
+        if down:
+            attempts = max(a for tid, _, _, a in rows if tid in {e.trace_id for e in down})
+            queue = self.monitor.spec.queue
+            wait = now + min(queue.retry_span * 2 ** min(attempts, 30), queue.max_retry_span)
+        return {"updates": updates, "metrics": metrics, "verdicts": verdicts, "down": down,
+                "not_before": wait}
+
+    def _store(self, con: Any, done: dict[str, Any], summary: PassSummary) -> None:
+        """An evaluated batch (:meth:`_evaluate`) written: its traces completed in one
+        transaction, the ones the judge could not answer back in the queue."""
+        updates, down = done["updates"], done["down"]
+        store.store_evaluated(con, updates, done["metrics"], done["verdicts"])
+        if down:
+            store.put_back(con, [e.trace_id for e in down], down[0].judge_down,
+                           done["not_before"])
+        summary.waiting = store.queue_size(con)
         summary.batches += 1
-        summary.stored += len(traces)
-        for row in traces:
-            if row["status"] == "evaluated":
-                summary.evaluated += 1
-                if row["root_cause"]:
-                    summary.root_causes[row["root_cause"]] = \
-                        summary.root_causes.get(row["root_cause"], 0) + 1
-            elif row["status"] == "unmappable":
-                summary.unmappable += 1
-            else:
-                summary.not_sampled += 1
+        summary.evaluated += len(updates)
+        for row in updates:
+            if row["root_cause"]:
+                summary.root_causes[row["root_cause"]] = \
+                    summary.root_causes.get(row["root_cause"], 0) + 1
+        if down:
+            summary.put_back += len(down)
+            summary.judge_down = down[0].judge_down
         if self.on_batch is not None:
             self.on_batch(summary.batches, summary)
+
+    def _on_executor(self, rows: list[tuple[Any, ...]]) -> list[Evaluated]:
+        """Queued traces evaluated by the executor's workers (each loads the monitor's
+        scenario itself), read back as this process reads its own results."""
+        import asyncio
+
+        from evalharness.executors import attach, execute
+        from evalharness.runner import worker_spec
+        from evalharness.work import Work
+
+        spec = worker_spec(self.monitor.scenario, self.context, self.folder, None)
+        spec = dataclasses.replace(spec, monitor=str(self.monitor.path.resolve()))
+        work = [Work(tid, trace=trace, question=question) for tid, question, trace, _ in rows]
+        found: dict[str, Evaluated] = {}
+
+        def emit(group: Any, lines: list[str]) -> None:
+            for line in lines:
+                result = CaseResult.model_validate_json(line)
+                found[result.case.id] = self.evaluation.read(result)
+
+        with attach(spec, self.monitor.scenario, None, self.context):
+            asyncio.run(execute(self.executor, spec, work, emit, lambda: False))
+        return [found[tid] for tid, *_ in rows if tid in found]
+
+    def _stored_trace(self, trace: Trace) -> str:
+        """The trace record the store keeps (texts dropped when ``redact: {texts: drop}``)."""
+        record = trace.model_dump(mode="json", exclude_none=True)
+        if self.monitor.spec.redact.texts != "keep":
+            record = drop_texts(record)
+        return json.dumps(record, ensure_ascii=False)
 
     def _trace_row(self, incoming: Incoming, take: bool, reason: str,
                    evaluated: Evaluated | None, now: datetime, salt: str) -> dict[str, Any]:
@@ -239,11 +433,12 @@ class MonitorRun:
         keep_texts = redact.texts == "keep"
         question = incoming.mapped.question if incoming.mapped is not None else None
         answer = getattr(getattr(trace, "generator", None), "answer", None)
-        record = trace.model_dump(mode="json", exclude_none=True) if trace is not None else None
+        record = (trace.model_dump(mode="json", exclude_none=True)
+                  if trace is not None and not take else None)  # queued: in the queue
         if record is not None and not keep_texts:
             record = drop_texts(record)
         status = ("unmappable" if incoming.error is not None else
-                  "evaluated" if take else "not sampled")
+                  "queued" if take else "not sampled")
         return {
             "trace_id": incoming.trace_id, "start_time": incoming.start,
             "end_time": incoming.end, "stored_at": now, "source": incoming.source,
@@ -259,6 +454,11 @@ class MonitorRun:
             "total_tokens": evaluated.total_tokens if evaluated else None,
             "trace": json.dumps(record, ensure_ascii=False) if record is not None else None,
         }
+
+
+def _now() -> datetime:
+    """Now, naive UTC (as the store keeps times)."""
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _span_ms(incoming: Incoming) -> float | None:

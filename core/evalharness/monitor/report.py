@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -30,7 +29,7 @@ import numpy as np
 
 from evalharness.errors import InputError, OutputError
 from evalharness.exitcodes import ALARM
-from evalharness.monitor.store import NO_ROUTE, UNATTRIBUTED
+from evalharness.monitor.store import NO_ROUTE, UNATTRIBUTED, finite
 from evalharness.monitor.timespans import iso, parse_time
 from evalharness.review import stats as S
 from evalharness.stats import (
@@ -124,8 +123,9 @@ def _select(con: Any, since: datetime | None, until: datetime | None,
     con.execute(
         "CREATE OR REPLACE TEMP TABLE sel AS SELECT *" + buckets + " FROM ("
         "SELECT trace_id, COALESCE(start_time, stored_at) AS t, COALESCE(route, ?) AS route, "
-        "question, answer, user_id, sampled, status, error, root_cause, passed, latency_ms, "
-        "total_tokens FROM traces) WHERE (? IS NULL OR t >= ?) AND (? IS NULL OR t < ?)",
+        "question, answer, user_id, sampled, sample_reason, status, error, root_cause, passed, "
+        "latency_ms, total_tokens FROM traces) AS traced WHERE (? IS NULL OR t >= ?) "
+        "AND (? IS NULL OR t < ?)",
         [NO_ROUTE, since, since, until, until])
 
 
@@ -136,7 +136,7 @@ def _components(con: Any) -> list[str]:
         "SELECT component FROM (SELECT component, min(rowid) AS first FROM metrics "
         "WHERE trace_id IN (SELECT trace_id FROM sel) GROUP BY component "
         "UNION ALL SELECT component, 1e18 + min(rowid) FROM verdicts "
-        "WHERE trace_id IN (SELECT trace_id FROM sel) GROUP BY component) "
+        "WHERE trace_id IN (SELECT trace_id FROM sel) GROUP BY component) AS firsts "
         "GROUP BY component ORDER BY min(first), component").fetchall()
     return [r[0] for r in rows]
 
@@ -144,15 +144,17 @@ def _components(con: Any) -> list[str]:
 def _traffic(con: Any) -> dict[str, Any]:
     def counts(where: str = "", params: Sequence[Any] = ()) -> dict[str, int]:
         row = con.execute(
-            "SELECT count(*), count(*) FILTER (sampled), "
-            "count(*) FILTER (status = 'evaluated'), count(*) FILTER (status = 'not sampled'), "
-            "count(*) FILTER (status = 'unmappable'), "
-            "count(*) FILTER (status = 'evaluated' AND passed), "
-            "count(*) FILTER (status = 'evaluated' AND NOT passed), "
-            "count(*) FILTER (status = 'evaluated' AND passed IS NULL) FROM sel " + where,
+            "SELECT count(*), count(*) FILTER (WHERE sampled), "
+            "count(*) FILTER (WHERE status = 'evaluated'), count(*) FILTER (WHERE status = 'not sampled'), "
+            "count(*) FILTER (WHERE status = 'unmappable'), "
+            "count(*) FILTER (WHERE status = 'evaluated' AND passed), "
+            "count(*) FILTER (WHERE status = 'evaluated' AND NOT passed), "
+            "count(*) FILTER (WHERE status = 'evaluated' AND passed IS NULL), "
+            "count(*) FILTER (WHERE status = 'queued'), "
+            "count(*) FILTER (WHERE sample_reason = 'budget') FROM sel " + where,
             list(params)).fetchone()
         keys = ("traces", "sampled", "evaluated", "not_sampled", "unmappable", "passed",
-                "failed", "undecided")
+                "failed", "undecided", "queued", "left_by_budget")
         return dict(zip(keys, (int(v) for v in row), strict=True))
 
     total = counts()
@@ -169,10 +171,10 @@ def _metric_rows(con: Any, group: str) -> dict[Any, dict[str, dict[str, tuple]]]
     out: dict[Any, dict[str, dict[str, tuple]]] = defaultdict(lambda: defaultdict(dict))
     rows = con.execute(
         f"SELECT {group}, m.component, m.metric, "
-        "list(m.value ORDER BY m.trace_id) FILTER (m.value IS NOT NULL AND isfinite(m.value)), "
-        "count(*) FILTER (m.value IS NULL OR NOT isfinite(m.value)) "
+        f"array_agg(m.value ORDER BY m.trace_id) FILTER (WHERE {finite('m.value')}), "
+        f"count(*) FILTER (WHERE NOT coalesce({finite('m.value')}, FALSE)) "
         "FROM metrics m JOIN sel s USING (trace_id) WHERE s.status = 'evaluated' "
-        "GROUP BY ALL ORDER BY ALL").fetchall()
+        "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3").fetchall()
     for key, comp, metric, values, errors in rows:
         out[key][comp][metric] = (list(values or []), int(errors))
     return out
@@ -182,10 +184,10 @@ def _verdict_rows(con: Any, group: str) -> dict[Any, dict[str, tuple[int, int, i
     """group key → component → (passed, failed, undecided), over evaluated traces."""
     out: dict[Any, dict[str, tuple[int, int, int]]] = defaultdict(dict)
     for key, comp, p, f, u in con.execute(
-            f"SELECT {group}, v.component, count(*) FILTER (v.passed), "
-            "count(*) FILTER (NOT v.passed), count(*) FILTER (v.passed IS NULL) "
+            f"SELECT {group}, v.component, count(*) FILTER (WHERE v.passed), "
+            "count(*) FILTER (WHERE NOT v.passed), count(*) FILTER (WHERE v.passed IS NULL) "
             "FROM verdicts v JOIN sel s USING (trace_id) WHERE s.status = 'evaluated' "
-            "GROUP BY ALL").fetchall():
+            "GROUP BY 1, 2").fetchall():
         out[key][comp] = (int(p), int(f), int(u))
     return out
 
@@ -225,10 +227,10 @@ def _windows(con: Any, size: str, components: list[str], labels: list[dict[str, 
     out = []
     for (start,) in con.execute(f"SELECT DISTINCT {col} FROM sel ORDER BY 1").fetchall():
         row = con.execute(
-            "SELECT count(*), count(*) FILTER (status = 'evaluated'), "
-            "count(*) FILTER (status = 'evaluated' AND passed), "
-            "count(*) FILTER (status = 'evaluated' AND NOT passed), "
-            "count(*) FILTER (status = 'evaluated' AND passed IS NULL) "
+            "SELECT count(*), count(*) FILTER (WHERE status = 'evaluated'), "
+            "count(*) FILTER (WHERE status = 'evaluated' AND passed), "
+            "count(*) FILTER (WHERE status = 'evaluated' AND NOT passed), "
+            "count(*) FILTER (WHERE status = 'evaluated' AND passed IS NULL) "
             f"FROM sel WHERE {col} = ?", [start]).fetchone()
         failed_ids = [r[0] for r in con.execute(
             f"SELECT trace_id FROM sel WHERE {col} = ? AND status = 'evaluated' AND NOT passed "
@@ -287,9 +289,10 @@ def user_says(thumbs: int | None, score: float | None) -> bool | None:
 
 
 def _window_cols(con: Any) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'sel' "
-        "AND column_name LIKE 'w\\_%' ESCAPE '\\' ORDER BY column_index").fetchall()]
+    """The bucket columns of ``sel`` (``w_day``…), in their order (from the result's
+    description: both backends give one)."""
+    return [d[0] for d in con.execute("SELECT * FROM sel LIMIT 0").description
+            if d[0].startswith("w_")]
 
 
 def _thumbs_by(con: Any, col: str, labels: list[dict[str, Any]]
@@ -309,7 +312,7 @@ def _feedback(con: Any, labels: list[dict[str, Any]], evaluated: int,
     from evalharness.monitor.feedback import unknown_where
 
     records = con.execute(
-        "SELECT count(*), count(*) FILTER (comment IS NOT NULL AND comment <> '') "
+        "SELECT count(*), count(*) FILTER (WHERE comment IS NOT NULL AND comment <> '') "
         "FROM feedback WHERE trace_id IN (SELECT trace_id FROM sel)").fetchone()
     unresolved, unknown = con.execute(
         f"SELECT count(*), count(*) FILTER (WHERE {unknown_where(wait)}) FROM feedback "
@@ -539,11 +542,13 @@ def build_report(con: Any, *, since: datetime | str | None = None,
                 routes[route] = b[comp]
         per_component[comp] = {**blocks.get(comp, {"metrics": {}, "verdicts": None}),
                                "routes": routes}
+    queue = _queue(con)
     return {
         "version": REPORT_VERSION,
         "generated_at": iso(now.astimezone(UTC).replace(tzinfo=None, microsecond=0)),
         "period": {"since": iso(start), "until": iso(end)},
-        "notes": [ROOT_CAUSE_NOTE],
+        "notes": [ROOT_CAUSE_NOTE, *_service_notes(queue, traffic)],
+        "queue": queue,
         "statistics": {
             "metric_ci": f"95% percentile bootstrap of the mean, seeded ({RESAMPLES} "
                          "resamples)",
@@ -564,11 +569,37 @@ def build_report(con: Any, *, since: datetime | str | None = None,
     }
 
 
+def _queue(con: Any) -> dict[str, Any]:
+    """The store's queue now (whatever the period): traces waiting for evaluation, since
+    when, and why the last try of the most tried one was put back (the judge down)."""
+    size, oldest, attempts = con.execute(
+        "SELECT count(*), min(queued_at), max(attempts) FROM queue").fetchone()
+    error = con.execute("SELECT last_error FROM queue WHERE last_error IS NOT NULL "
+                        "ORDER BY attempts DESC, trace_id LIMIT 1").fetchone()
+    return {"waiting": int(size), "oldest": iso(oldest), "attempts": int(attempts or 0),
+            "last_error": error[0] if error else None}
+
+
+def _service_notes(queue: dict[str, Any], traffic: dict[str, Any]) -> list[str]:
+    """What the reader should know about evaluation keeping up (docs/monitor.md, "Running it
+    as a service"): traces still queued, the judge down, the budget's left-outs."""
+    notes = []
+    if queue["waiting"]:
+        notes.append(f"{queue['waiting']} traces wait for evaluation (queued since "
+                     f"{queue['oldest']}); the period's figures do not count them yet"
+                     + (f"; the judge could not answer the last try ({queue['attempts']} "
+                        f"tries): {queue['last_error']}" if queue["last_error"] else ""))
+    if traffic.get("left_by_budget"):
+        notes.append(f"{traffic['left_by_budget']} traces the sampling rate would have taken "
+                     "were left out by the judge's daily budget (`budget:`)")
+    return notes
+
+
 def _criteria(con: Any) -> dict[str, list[str]]:
     """Per component: the verdict criteria of the period's traces (the charts draw a
     one-threshold criterion as a line)."""
     rows = con.execute("SELECT component, criterion FROM verdicts WHERE criterion IS NOT NULL "
-                       "AND trace_id IN (SELECT trace_id FROM sel) GROUP BY ALL "
+                       "AND trace_id IN (SELECT trace_id FROM sel) GROUP BY 1, 2 "
                        "ORDER BY component, criterion").fetchall()
     out: dict[str, list[str]] = {}
     for comp, criterion in rows:
@@ -584,17 +615,18 @@ def _drift(con: Any, drift: Any, until: datetime | None) -> dict[str, Any]:
     if not spec.enabled:
         return {"drift": None, "drift_note": "`drift: {enabled: false}` in MONITOR.yaml"}
     check = run_check(con, recent=spec.recent, baseline=spec.baseline, q=spec.q,
-                      min_n=spec.min_n, until=until)
+                      min_n=spec.min_n, until=until, exclude=spec.exclude)
     return {"drift": check,
             "drift_note": None if check else "the store holds no evaluated trace"}
 
 
-def write_report(store_path: Path | str, out_dir: Path | str, *,
+def write_report(store_path: Any, out_dir: Path | str, *,
                  since: datetime | str | None = None, until: datetime | str | None = None,
                  monitor: Path | str | None = None, windows: Sequence[str] = ("day",),
                  name: str | None = None, now: datetime | None = None,
                  wait: timedelta | None = None, drift: Any = None) -> dict[str, Any]:
-    """Read the store at ``store_path`` and write ``out_dir``/report.json, report.md and
+    """Read the store at ``store_path`` (a DuckDB file, a ``postgresql://`` URL or a
+    :class:`~evalharness.monitor.store.PostgresTarget`) and write ``out_dir``/report.json, report.md and
     report.html from one view model, which is returned.
 
     ``since``/``until``: datetimes (naive = UTC) or the command line's texts
@@ -604,13 +636,13 @@ def write_report(store_path: Path | str, out_dir: Path | str, *,
 shown, never read here).
     """
     from evalharness.monitor.report_render import render_html, render_markdown
-    from evalharness.monitor.store import connect
+    from evalharness.monitor.store import PostgresTarget, as_target, connect
 
-    store_path = Path(store_path)
-    if not store_path.is_file():
+    store_path = as_target(store_path)
+    if not isinstance(store_path, PostgresTarget) and not store_path.is_file():
         raise InputError(f"{store_path}: no monitor store there; run `evalharness monitor "
                          "MONITOR.yaml --once` first, or check `store.path` in MONITOR.yaml")
-    with connect(store_path, read_only=True) as con:
+    with connect(store_path, read_only=True) as con:  # PostgreSQL: no store, InputError
         view = build_report(con, since=since, until=until, windows=windows, now=now,
                             wait=wait, drift=drift)
     view["store"] = str(store_path)
@@ -633,18 +665,16 @@ shown, never read here).
 # --------------------------------------------------------------------------------------------
 
 
-def monitor_settings(monitor: Path) -> tuple[Path, list[str], str, timedelta, Any]:
+def monitor_settings(monitor: Path) -> tuple[Any, list[str], str, timedelta, Any]:
     """What the report needs of MONITOR.yaml: the store (``store.path``, relative to the
-    file), the windows, a name, how long feedback waits for its trace and the drift check. Reads and validates the file alone
+    file, or ``store.url`` and ``store.schema``), the windows, a name, how long feedback waits for its trace and the drift check. Reads and validates the file alone
     (:func:`evalharness.monitor.config.read_monitor_file`): the scenario is not loaded, so a
     report can be written where the scenario's files are not."""
     from evalharness.monitor.config import read_monitor_file
 
     spec, _ = read_monitor_file(monitor)
-    store = Path(spec.store.path)
-    if not store.is_absolute():
-        store = Path(os.path.normpath(monitor.parent / store))
-    return (store, list(spec.windows), spec.name or monitor.stem, spec.feedback.wait_span,
+    return (spec.store.target(monitor.parent), list(spec.windows), spec.name or monitor.stem,
+            spec.feedback.wait_span,
             spec.drift)
 
 

@@ -388,10 +388,10 @@ def render_markdown(view: dict[str, Any]) -> str:
     lines += ["", *(f"> {cell(n)}" for n in view["notes"]), ""]
     lines += _drift_md(drift_rows(view.get("drift")), view.get("drift_note"))
     lines += ["## Traffic", ""]
-    head = ["route", "traces", "sampled", "evaluated", "not sampled", "unmappable", "passed",
+    head = ["route", "traces", "sampled", "evaluated", "queued", "not sampled", "unmappable",
+            "passed", "failed", "undecided"]
+    keys = ["traces", "sampled", "evaluated", "queued", "not_sampled", "unmappable", "passed",
             "failed", "undecided"]
-    keys = ["traces", "sampled", "evaluated", "not_sampled", "unmappable", "passed", "failed",
-            "undecided"]
     rows = [[r, *(c[k] for k in keys)] for r, c in t["routes"].items()]
     rows.append(["**all**", *(t[k] for k in keys)])
     lines += _table(head, rows)

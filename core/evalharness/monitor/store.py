@@ -1,4 +1,5 @@
-"""The monitor's store: one DuckDB file (docs/monitor.md, "The store").
+"""The monitor's store: one DuckDB file, or a schema of a PostgreSQL database (docs/monitor.md,
+"The store").
 
 This schema is the contract between the monitor's modules: intake and evaluation write
 ``traces``, ``metrics`` and ``verdicts`` (one transaction per batch, so a monitor killed at any
@@ -11,13 +12,25 @@ without a server; one file, ACID transactions that survive a SIGKILL (its write-
 replayed on open), wheels for every platform. It is the optional extra ``monitor``.
 A process holds the file only while it reads or writes a batch (:func:`connect` is short-lived),
 so ``monitor report`` can read while a monitor runs.
+
+Why PostgreSQL too: a team's store on a shared server, written by several monitors and read
+from other machines (the optional extra ``postgresql``). One mechanism serves both:
+:func:`connect` takes a target (a path, or a :class:`PostgresTarget`) and gives a connection
+that takes the modules' SQL as written, in DuckDB's dialect with ``?`` placeholders
+(:class:`PostgresConnection` translates it in one place, :func:`postgres_sql`) and gives the
+same Python values; the few queries with no common form are written per :func:`dialect`
+beside the module's other SQL (feedback's JSON and label views).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +41,20 @@ UNATTRIBUTED = "unattributed"
 """A failed trace whose root cause is NULL (no component on its path failed its verdict
 although the trace failed, or a verdict was undecided)."""
 
-SCHEMA_VERSION = 2
-"""1: traces, metrics, verdicts, feedback, meta. 2: and ``alarms`` (a version-1 store is
-upgraded when a monitor, a report or the feedback endpoint opens it to write)."""
+SCHEMA_VERSION = 3
+"""1: traces, metrics, verdicts, feedback, meta. 2: and ``alarms``. 3: and ``queue`` (sampled
+traces waiting for evaluation), ``outbox`` (alerts to deliver), and the traces'
+``evaluated_at``, ``judge_requests`` and ``judge_cost`` (the judge budget). An older store is upgraded when a monitor, a report or the
+feedback endpoint opens it to write."""
+
+UPGRADES = {
+    1: [],  # version 2 only added `alarms` (CREATE TABLE IF NOT EXISTS)
+    2: ["ALTER TABLE traces ADD COLUMN IF NOT EXISTS evaluated_at TIMESTAMP",
+        "ALTER TABLE traces ADD COLUMN IF NOT EXISTS judge_requests BIGINT",
+        "ALTER TABLE traces ADD COLUMN IF NOT EXISTS judge_cost DOUBLE"],
+}
+"""The statements that take a store of version N to N + 1 (after the DDL created the tables
+it lacked)."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -51,14 +75,31 @@ CREATE TABLE IF NOT EXISTS traces (
     join_key TEXT,                 -- the mapping's join key (a feedback key), when recorded
     attributes JSON,               -- the trace attributes feedback may be keyed by
     sampled BOOLEAN NOT NULL,      -- evaluated (TRUE) or left out by sampling (FALSE)
-    sample_reason TEXT,            -- 'rate', 'always: <rule>', 'not sampled'
-    status TEXT NOT NULL,          -- 'evaluated' | 'not sampled' | 'unmappable'
+    sample_reason TEXT,            -- 'rate', 'always: <rule>', 'not sampled', 'budget'
+    status TEXT NOT NULL,          -- 'queued' | 'evaluated' | 'not sampled' | 'unmappable'
     error TEXT,                    -- why the trace could not be mapped or evaluated
     root_cause TEXT,               -- first component on the taken path whose verdict fails; NULL: none failed
     passed BOOLEAN,                -- every component on the taken path passed (NULL: not evaluated)
     latency_ms DOUBLE,
     total_tokens BIGINT,
-    trace JSON                     -- our Trace record (redacted as configured)
+    trace JSON,                    -- our Trace record (redacted as configured; NULL while queued)
+    evaluated_at TIMESTAMP,        -- when its evaluation was stored (version 3)
+    judge_requests BIGINT,         -- requests its evaluation sent to the judge (version 3)
+    judge_cost DOUBLE              -- their cost, when the judge has prices (version 3)
+);
+-- sampled traces waiting for evaluation (version 3): intake writes a 'queued' traces row and
+-- this row in one transaction; evaluation deletes it in the transaction that stores the
+-- trace's metrics. The whole mapped trace waits here, texts included whatever `redact:`
+-- says: they are gone once it is evaluated.
+CREATE TABLE IF NOT EXISTS queue (
+    trace_id TEXT PRIMARY KEY,
+    queued_at TIMESTAMP NOT NULL,
+    start_time TIMESTAMP,          -- the trace's start (evaluation takes the oldest first)
+    question TEXT,
+    trace JSON NOT NULL,           -- our Trace record, unredacted
+    attempts INTEGER NOT NULL,     -- evaluations tried that the judge could not answer
+    last_error TEXT,               -- why the last attempt was put back
+    not_before TIMESTAMP           -- the next attempt waits until then (judge down: backoff)
 );
 -- one row per evaluated trace, component and metric (a metric that could not be computed
 -- has value NULL and its error)
@@ -109,7 +150,58 @@ CREATE TABLE IF NOT EXISTS alarms (
     message TEXT,                  -- the last finding, one line
     details JSON                   -- the last finding's test: windows, effect, CI, p, q
 );
+-- alerts to deliver (version 3): one row per alert and sender, written in the transaction
+-- that records the alarm, marked sent once the sender took it (at least once)
+CREATE TABLE IF NOT EXISTS outbox (
+    id TEXT PRIMARY KEY,           -- the alarm's key, its state, when, the sender
+    sender TEXT NOT NULL,          -- the name under `alerts:`
+    alert JSON NOT NULL,           -- what the sender is given (Alert.to_json)
+    created_at TIMESTAMP NOT NULL,
+    attempts INTEGER NOT NULL,     -- deliveries tried that failed
+    not_before TIMESTAMP,          -- the next try waits until then (backoff)
+    last_error TEXT,
+    sent_at TIMESTAMP,             -- NULL until delivered
+    given_up_at TIMESTAMP          -- still failing a day after it was written
+);
 """
+
+
+def _check_version(con: Any, where: Any) -> None:
+    """Create the tables a store lacks, write its version row or take an older store up to
+    :data:`SCHEMA_VERSION` (:data:`UPGRADES`); refuse a store of another version. The same
+    statements on both backends (:func:`postgres_sql` translates them).
+
+    A store already at this version runs no DDL: the monitor's intake and evaluation threads
+    connect at once, and DuckDB refuses two concurrent ``CREATE TABLE IF NOT EXISTS`` in one
+    process ("Catalog write-write conflict"); the DDL itself runs under a process-wide lock."""
+    has_meta = con.execute("SELECT count(*) FROM information_schema.tables WHERE "
+                           "table_name = 'meta' AND table_schema = current_schema()"
+                           ).fetchone()[0]
+    if has_meta and (con.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+                     .fetchone() or ("",))[0] == str(SCHEMA_VERSION):
+        return
+    with _DDL_LOCK:
+        _create_or_upgrade(con, where)
+
+
+_DDL_LOCK = threading.Lock()
+
+
+def _create_or_upgrade(con: Any, where: Any) -> None:
+    con.execute(DDL)
+    found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if found is None:
+        con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    elif int(found[0]) in UPGRADES:
+        for version in range(int(found[0]), SCHEMA_VERSION):
+            for statement in UPGRADES[version]:
+                con.execute(statement)
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                    [str(SCHEMA_VERSION)])
+    elif int(found[0]) != SCHEMA_VERSION:
+        con.close()
+        raise InputError(f"{where}: store schema version {found[0]}; this evalharness "
+                         f"reads version {SCHEMA_VERSION} (docs/monitor.md, 'The store')")
 
 
 def connect_duckdb(path: Path, *, read_only: bool = False, wait_s: float = 30.0) -> Any:
@@ -130,24 +222,257 @@ def connect_duckdb(path: Path, *, read_only: bool = False, wait_s: float = 30.0)
                 raise InputError(f"{path}: the monitor's store cannot be opened: {exc}") from exc
             time.sleep(0.1)
     if not read_only:
-        con.execute(DDL)
-        found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if found is None:
-            con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-        elif int(found[0]) == 1:  # version 2 only added `alarms`, created above
-            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                        [str(SCHEMA_VERSION)])
-        elif int(found[0]) != SCHEMA_VERSION:
-            con.close()
-            raise InputError(f"{path}: store schema version {found[0]}; this evalharness "
-                             f"reads version {SCHEMA_VERSION} (docs/monitor.md, 'The store')")
+        _check_version(con, path)
     return con
 
 
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """A store on a PostgreSQL server (``store: {url: …, schema: …}``): where
+    :func:`connect` goes instead of a DuckDB file. ``schema`` is created when missing, so
+    several monitors (or tests) share one database, each in its schema."""
+
+    url: str
+    schema: str = "public"
+
+    def __str__(self) -> str:
+        """The URL without its password (it is shown in logs, reports and alerts)."""
+        shown = re.sub(r"^([a-z]+://[^:/@]*):[^@]*@", r"\1:***@", self.url)
+        return shown if self.schema == "public" else f"{shown} (schema {self.schema})"
+
+    @property
+    def parent(self) -> Path:
+        """Where a DuckDB file's folder would be created: nothing to create for a server
+        (callers that ``store_path.parent.mkdir()`` keep working)."""
+        return Path(".")
+
+
+Target = Path | PostgresTarget
+"""What :func:`connect` opens: a DuckDB file or a PostgreSQL schema (MONITOR.yaml's
+``store.path`` or ``store.url`` and ``store.schema``, :meth:`~evalharness.monitor.config.
+StoreSpec.target`)."""
+
+POSTGRES_EXTRA = (
+    # the report orders components by when their first row was written (DuckDB's rowid)
+    "ALTER TABLE metrics ADD COLUMN IF NOT EXISTS rowid BIGINT GENERATED BY DEFAULT AS IDENTITY",
+    "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS rowid BIGINT GENERATED BY DEFAULT AS IDENTITY",
+)
+"""What a PostgreSQL store has beyond :data:`DDL`: a ``rowid`` (last, so ``INSERT INTO metrics
+VALUES (…)`` of the DDL's columns still fills them)."""
+
+LOCK_ID = 0x6576616C
+"""The first key of the advisory lock a writing connection holds (the second: the schema's
+hash): one writer per store at a time, as DuckDB's file lock gives."""
+
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|[^'\"-]+|-")
+_DDL = re.compile(r"\s*(CREATE\s+(OR\s+REPLACE\s+)?(TEMP(ORARY)?\s+)?TABLE|ALTER\s+TABLE)\b",
+                  re.IGNORECASE)
+_TEMP_TABLE = re.compile(r"^\s*CREATE\s+OR\s+REPLACE\s+TEMP(?:ORARY)?\s+TABLE\s+(\w+)",
+                         re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=512)
+def postgres_sql(sql: str, with_params: bool = True) -> str:
+    """``sql`` as the store's modules write it (DuckDB's dialect, portable where it can be)
+    in PostgreSQL's: ``?`` placeholders to ``%s`` (and ``%`` doubled, psycopg's escape),
+    ``INTERVAL n SECOND`` to ``INTERVAL 'n seconds'``, ``DOUBLE`` to ``DOUBLE PRECISION``,
+    and in ``CREATE``/``ALTER TABLE`` the ``JSON`` type to ``TEXT`` (JSON is stored and read
+    back as the same text on both backends); ``CREATE OR REPLACE TEMP TABLE`` to ``CREATE
+    TEMP TABLE`` (:meth:`PostgresConnection.execute` drops the old one first). Strings,
+    quoted names and comments are left as they are (comments dropped). Queries that have no
+    common form are written per dialect by the module that owns them (:func:`dialect`).
+
+    >>> postgres_sql("SELECT x FROM t WHERE a = ? AND b LIKE 'u-%' AND c > now() - INTERVAL 60 SECOND")
+    "SELECT x FROM t WHERE a = %s AND b LIKE 'u-%%' AND c > now() - INTERVAL '60 seconds'"
+    >>> postgres_sql("CREATE TABLE t (v DOUBLE, d JSON, n TEXT) -- it's JSON", False)
+    'CREATE TABLE t (v DOUBLE PRECISION, d TEXT, n TEXT) '
+    >>> postgres_sql("CREATE OR REPLACE TEMP TABLE e (trace JSON)", False)
+    'CREATE TEMP TABLE e (trace TEXT)'
+    """
+    ddl = _DDL.match(sql) is not None
+    out = []
+    for token in _TOKENS.findall(sql):
+        if token.startswith("--"):
+            continue
+        if token[0] not in "'\"":
+            token = re.sub(r"\bINTERVAL\s+(\d+(?:\.\d+)?)\s+SECONDS?\b", r"INTERVAL '\1 seconds'",
+                           token, flags=re.IGNORECASE)
+            token = re.sub(r"\bDOUBLE\b(?!\s+PRECISION)", "DOUBLE PRECISION", token,
+                           flags=re.IGNORECASE)
+            if ddl:
+                token = re.sub(r"\bJSON\b", "TEXT", token, flags=re.IGNORECASE)
+            if with_params:
+                token = token.replace("%", "%%").replace("?", "%s")
+        elif with_params:
+            token = token.replace("%", "%%")
+        out.append(token)
+    return _TEMP_TABLE.sub(r"CREATE TEMP TABLE \1", "".join(out))
+
+
+class PostgresResult:
+    """What :meth:`PostgresConnection.execute` returns: rows as DuckDB's connection gives
+    them. A statement without rows (an INSERT, an UPDATE) gives ``(rows affected,)``, as
+    DuckDB does."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+
+    @property
+    def description(self) -> Any:
+        return self.cursor.description
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self.cursor.description is None:
+            return (self.cursor.rowcount,)
+        return self.cursor.fetchone()
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        if self.cursor.description is None:
+            return [(self.cursor.rowcount,)]
+        return self.cursor.fetchall()
+
+
+class PostgresConnection:
+    """A connection to a PostgreSQL store that the store's modules use as they use DuckDB's:
+    ``execute(sql, params)`` with ``?`` placeholders (:func:`postgres_sql`), results with
+    ``fetchone``/``fetchall``, ``executemany``, explicit ``BEGIN TRANSACTION``/``COMMIT``
+    (autocommit otherwise), naive UTC datetimes (the session's time zone is UTC), NUMERIC as
+    ``int`` or ``float``. A writing connection holds the store's advisory lock until it is
+    closed; a reading one sees one snapshot (``REPEATABLE READ``) until then, as a DuckDB
+    reader sees no write while it holds the file."""
+
+    dialect = "postgresql"
+
+    def __init__(self, raw: Any, target: PostgresTarget) -> None:
+        self.raw = raw
+        self.target = target
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PostgresResult:
+        replace = _TEMP_TABLE.match(sql)
+        if replace is not None:
+            self.raw.execute(f"DROP TABLE IF EXISTS pg_temp.{replace.group(1)}")
+        if params is None or len(params) == 0:
+            return PostgresResult(self.raw.execute(postgres_sql(sql, False)))
+        return PostgresResult(self.raw.execute(postgres_sql(sql), list(params)))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(postgres_sql(sql), [list(r) for r in rows])
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def dialect(con: Any) -> str:
+    """``duckdb`` or ``postgresql``: which of a query's forms to run where the two have no
+    common one (``arg_max``, ``list()`` and JSON functions are DuckDB's; PostgreSQL has
+    ``(array_agg(x ORDER BY …))[1]``, arrays and ``->>``)."""
+    return getattr(con, "dialect", "duckdb")
+
+
+def finite(column: str) -> str:
+    """SQL that is true when ``column`` is a finite number (NULL when it is NULL), on both
+    backends: DuckDB's ``isfinite`` is not PostgreSQL's, but both order NaN above every
+    number, so NaN and the infinities fail the bound.
+
+    >>> finite("m.value")
+    'abs(m.value) <= 1.7976931348623157e308'
+    """
+    return f"abs({column}) <= 1.7976931348623157e308"
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise InputError("a PostgreSQL store (`store: {url: …}` in MONITOR.yaml) needs "
+                         "psycopg: pip install 'evalharness[postgresql]'") from exc
+    return psycopg
+
+
+def connect_postgres(target: PostgresTarget, *, read_only: bool = False,
+                     wait_s: float = 30.0) -> PostgresConnection:
+    """A connection to the store in ``target``'s schema (the schema and the tables created
+    when missing, unless ``read_only``). A writer waits up to ``wait_s`` for another writer
+    of the same store (a monitor storing a batch) to close its connection."""
+    psycopg = _psycopg()
+    from decimal import Decimal
+
+    from psycopg import sql as pgsql
+    from psycopg.adapt import Loader
+
+    class Numeric(Loader):
+        """NUMERIC (``sum`` of BIGINT, ``avg``) as DuckDB gives it: int or float."""
+
+        def load(self, data: Any) -> Any:
+            value = Decimal(bytes(data).decode())
+            return int(value) if value == value.to_integral_value() else float(value)
+
+    try:
+        raw = psycopg.connect(target.url, autocommit=True, cursor_factory=psycopg.ClientCursor,
+                              connect_timeout=int(wait_s))
+    except psycopg.Error as exc:
+        raise InputError(f"{target}: the monitor's store cannot be opened: "
+                         f"{' '.join(str(exc).split())}") from exc
+    raw.adapters.register_loader("numeric", Numeric)
+    con = PostgresConnection(raw, target)
+    schema = pgsql.Identifier(target.schema)
+    try:
+        raw.execute("SET TIME ZONE 'UTC'")
+        if read_only:
+            raw.execute(pgsql.SQL("SET search_path TO {}").format(schema))
+            if raw.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+                raise InputError(f"{target}: no monitor store there (schema "
+                                 f"{target.schema!r} has no table `meta`); run `evalharness "
+                                 "monitor MONITOR.yaml --once` first, or check `store.url` "
+                                 "and `store.schema` in MONITOR.yaml")
+            raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            return con
+        deadline = time.monotonic() + wait_s
+        while not raw.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                              [LOCK_ID, target.schema]).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise InputError(f"{target}: the monitor's store cannot be opened: another "
+                                 f"process has been writing to it for over {wait_s:g} s")
+            time.sleep(0.1)
+        raw.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+        raw.execute(pgsql.SQL("SET search_path TO {}").format(schema))
+        found = None
+        if raw.execute("SELECT to_regclass('meta')").fetchone()[0] is not None:
+            found = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                                ).fetchone()
+        if found is None or found[0] != str(SCHEMA_VERSION):
+            _check_version(con, target)
+            for statement in POSTGRES_EXTRA:
+                raw.execute(statement)
+    except BaseException:
+        raw.close()
+        raise
+    return con
+
+
+def as_target(value: Target | str) -> Target:
+    """A target from what callers pass: a target, a DuckDB path, or a ``postgresql://`` URL
+    (schema ``public``)."""
+    if isinstance(value, PostgresTarget):
+        return value
+    if isinstance(value, str) and re.match(r"postgres(ql)?://", value):
+        return PostgresTarget(value)
+    return Path(value)
+
+
 @contextlib.contextmanager
-def connect(path: Path, *, read_only: bool = False) -> Iterator[Any]:
-    """A short-lived connection (closed on exit), see :func:`connect_duckdb`."""
-    con = connect_duckdb(path, read_only=read_only)
+def connect(target: Target | str, *, read_only: bool = False) -> Iterator[Any]:
+    """A short-lived connection (closed on exit) to the store at ``target``: a DuckDB file
+    (:func:`connect_duckdb`) or a PostgreSQL schema (:func:`connect_postgres`); both take
+    the same SQL and give the same Python values."""
+    target = as_target(target)
+    con = (connect_postgres(target, read_only=read_only)
+           if isinstance(target, PostgresTarget) else connect_duckdb(target,
+                                                                     read_only=read_only))
     try:
         yield con
     finally:
@@ -194,9 +519,9 @@ def apply_retention(con: Any, days: float | None) -> int:
     old = f"SELECT trace_id FROM traces WHERE coalesce(start_time, stored_at) < {cutoff}"
     con.execute("BEGIN TRANSACTION")
     try:
-        n = con.execute(f"SELECT count(*) FROM ({old})").fetchone()[0]
+        n = con.execute(f"SELECT count(*) FROM ({old}) AS old").fetchone()[0]
         if n:
-            for table in ("metrics", "verdicts", "feedback"):
+            for table in ("metrics", "verdicts", "feedback", "queue"):
                 con.execute(f"DELETE FROM {table} WHERE trace_id IN ({old})")
             con.execute(f"DELETE FROM traces WHERE trace_id IN ({old})")
         con.execute(f"DELETE FROM feedback WHERE trace_id IS NULL AND received_at < {cutoff}")
@@ -238,7 +563,7 @@ def hash_user_id(user_id: str, salt: str) -> str:
 TRACE_COLUMNS = ("trace_id", "start_time", "end_time", "stored_at", "source", "route",
                  "question", "answer", "user_id", "join_key", "attributes", "sampled",
                  "sample_reason", "status", "error", "root_cause", "passed", "latency_ms",
-                 "total_tokens", "trace")
+                 "total_tokens", "trace", "evaluated_at", "judge_requests", "judge_cost")
 
 
 INSERT_ROWS = 200
@@ -259,10 +584,11 @@ def _insert(con: Any, head: str, rows: Sequence[Sequence[Any]]) -> None:
 def write_batch(con: Any, traces: list[dict[str, Any]], metrics: list[tuple[Any, ...]],
                 verdicts: list[tuple[Any, ...]], *, replace: set[str] = frozenset(),
                 feedback_key: str = "trace_id", resolve: Any = None,
-                after_insert: Any = None) -> None:
+                after_insert: Any = None, queued: Sequence[Sequence[Any]] = ()) -> None:
     """One batch in one transaction: ``traces`` (dicts of :data:`TRACE_COLUMNS`), their
     ``metrics`` rows ``(trace_id, component, metric, value, error, judge, details)`` and
-    ``verdicts`` rows ``(trace_id, component, passed, criterion, reason)``. Trace ids in
+    ``verdicts`` rows ``(trace_id, component, passed, criterion, reason)``; ``queued``: rows
+    of :data:`QUEUE_COLUMNS` for the traces intake queued. Trace ids in
     ``replace`` (a left-out trace now evaluated) lose their earlier rows first. Feedback keyed
     by these traces' ids (or by ``feedback_key``'s attribute value) gets its ``trace_id``:
     ``resolve(con)`` does it when given (the feedback module's rules), else the plain match.
@@ -281,6 +607,7 @@ def write_batch(con: Any, traces: list[dict[str, Any]], metrics: list[tuple[Any,
                 [[t.get(c) for c in TRACE_COLUMNS] for t in traces])
         _insert(con, "INSERT INTO metrics", metrics)
         _insert(con, "INSERT INTO verdicts", verdicts)
+        _insert(con, f"INSERT INTO queue ({', '.join(QUEUE_COLUMNS)})", list(queued))
         if resolve is not None:
             resolve(con)
         elif ids:
@@ -300,3 +627,103 @@ def write_batch(con: Any, traces: list[dict[str, Any]], metrics: list[tuple[Any,
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+# --- the queue between intake and evaluation (version 3) -----------------------------------
+
+QUEUE_COLUMNS = ("trace_id", "queued_at", "start_time", "question", "trace", "attempts",
+                 "last_error", "not_before")
+
+
+def queue_size(con: Any) -> int:
+    """Sampled traces waiting for evaluation."""
+    return int(con.execute("SELECT count(*) FROM queue").fetchone()[0])
+
+
+def take_queue(con: Any, n: int, now: Any) -> list[tuple[Any, ...]]:
+    """Up to ``n`` queued traces due by ``now`` (not waiting out a backoff), the oldest
+    first: ``(trace_id, question, trace JSON, attempts)``."""
+    return con.execute(
+        "SELECT trace_id, question, trace, attempts FROM queue "
+        "WHERE not_before IS NULL OR not_before <= ? "
+        "ORDER BY start_time NULLS FIRST, trace_id LIMIT ?", [now, n]).fetchall()
+
+
+def next_due(con: Any) -> Any:
+    """When the earliest queued trace may be tried (``None``: the queue is empty; a time in
+    the past: now)."""
+    row = con.execute("SELECT min(coalesce(not_before, queued_at)) FROM queue").fetchone()
+    return row[0] if row else None
+
+
+def put_back(con: Any, ids: Sequence[str], error: str, not_before: Any) -> None:
+    """Queued traces whose evaluation could not be done now (the judge was down): tried
+    again from ``not_before``, with the reason kept."""
+    if not ids:
+        return
+    marks = ", ".join("?" for _ in ids)
+    con.execute(f"UPDATE queue SET attempts = attempts + 1, last_error = ?, not_before = ? "
+                f"WHERE trace_id IN ({marks})", [error, not_before, *ids])
+
+
+EVALUATED_COLUMNS = ("trace_id", "root_cause", "passed", "latency_ms", "total_tokens", "trace",
+                     "evaluated_at", "judge_requests", "judge_cost")
+EVALUATED_DDL = """CREATE TEMPORARY TABLE IF NOT EXISTS evaluated_now (
+    trace_id TEXT, root_cause TEXT, passed BOOLEAN, latency_ms DOUBLE, total_tokens BIGINT,
+    trace JSON, evaluated_at TIMESTAMP, judge_requests BIGINT, judge_cost DOUBLE)"""
+"""What :func:`store_evaluated` sets on a batch's ``traces`` rows, staged per connection."""
+
+
+def store_evaluated(con: Any, rows: list[dict[str, Any]], metrics: list[tuple[Any, ...]],
+                    verdicts: list[tuple[Any, ...]]) -> None:
+    """Queued traces, evaluated, in one transaction: each ``traces`` row completed (status
+    ``evaluated``, root cause, verdict, usage, the redacted trace), their metrics and verdicts
+    stored, and they leave the queue. ``rows``: dicts with ``trace_id`` and the columns to
+    set (``latency_ms`` kept as intake measured it when evaluation has none)."""
+    ids = [r["trace_id"] for r in rows]
+    if not ids:
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        marks = ", ".join("?" for _ in ids)
+        for table in ("metrics", "verdicts"):  # a trace evaluated before, re-queued
+            con.execute(f"DELETE FROM {table} WHERE trace_id IN ({marks})", ids)
+        # one UPDATE for the batch, from a temporary table filled by multi-row INSERTs (an
+        # UPDATE a row takes about as long as an INSERT a row did: benchmarks/monitor_throughput)
+        con.execute(EVALUATED_DDL)
+        con.execute("DELETE FROM evaluated_now")
+        _insert(con, f"INSERT INTO evaluated_now ({', '.join(EVALUATED_COLUMNS)})",
+                [[r[c] for c in EVALUATED_COLUMNS] for r in rows])
+        con.execute(
+            "UPDATE traces SET status = 'evaluated', root_cause = e.root_cause, "
+            "passed = e.passed, latency_ms = coalesce(e.latency_ms, traces.latency_ms), "
+            "total_tokens = e.total_tokens, trace = e.trace, evaluated_at = e.evaluated_at, "
+            "judge_requests = e.judge_requests, judge_cost = e.judge_cost "
+            "FROM evaluated_now e WHERE traces.trace_id = e.trace_id")
+        _insert(con, "INSERT INTO metrics", metrics)
+        _insert(con, "INSERT INTO verdicts", verdicts)
+        con.execute(f"DELETE FROM queue WHERE trace_id IN ({marks})", ids)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def judge_spend(con: Any, since: Any) -> tuple[int, float]:
+    """``(judge requests, judge cost)`` of the traces evaluated since ``since``."""
+    row = con.execute("SELECT coalesce(sum(judge_requests), 0), coalesce(sum(judge_cost), 0) "
+                      "FROM traces WHERE evaluated_at >= ?", [since]).fetchone()
+    return int(row[0]), float(row[1])
+
+
+def judge_per_trace(con: Any, last: int = 200) -> tuple[float, float] | None:
+    """The mean ``(judge requests, judge cost)`` of the last ``last`` evaluated traces (what
+    a queued trace will likely cost), ``None`` before any was evaluated."""
+    row = con.execute(
+        "SELECT count(*), avg(judge_requests), avg(coalesce(judge_cost, 0)) FROM ("
+        "SELECT judge_requests, judge_cost FROM traces WHERE evaluated_at IS NOT NULL "
+        "AND judge_requests IS NOT NULL ORDER BY evaluated_at DESC LIMIT ?) AS recent",
+        [last]).fetchone()
+    if not row or not row[0]:
+        return None
+    return float(row[1] or 0.0), float(row[2] or 0.0)

@@ -1,5 +1,5 @@
-"""Times as MONITOR.yaml and the monitor's commands write them: spans (``90m``, ``24h``,
-``7d``, ``2w``: :func:`parse_span`), points in time (a span back from now, a date, an ISO
+"""Times as MONITOR.yaml and the monitor's commands write them: spans (``30s``, ``90m``,
+``24h``, ``7d``, ``2w``: :func:`parse_span`), points in time (a span back from now, a date, an ISO
 datetime: :func:`parse_time`) and times as the reports write them (:func:`iso`)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from datetime import UTC, date, datetime, timedelta
 
 from evalharness.errors import InputError
 
-RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
-UNITS = {"m": timedelta(minutes=1), "min": timedelta(minutes=1), "h": timedelta(hours=1),
+RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w)\s*$", re.IGNORECASE)
+UNITS = {"s": timedelta(seconds=1), "sec": timedelta(seconds=1), "m": timedelta(minutes=1),
+         "min": timedelta(minutes=1), "h": timedelta(hours=1),
          "d": timedelta(days=1), "w": timedelta(weeks=1)}
 FORMS = "90m, 24h, 7d, 2w"
 
@@ -20,6 +21,8 @@ def parse_span(text: str) -> timedelta | None:
 
     >>> parse_span("24h"), parse_span("1.5d"), parse_span(" 90 min ")
     (datetime.timedelta(days=1), datetime.timedelta(days=1, seconds=43200), datetime.timedelta(seconds=5400))
+    >>> parse_span("30s"), parse_span("0.5s")
+    (datetime.timedelta(seconds=30), datetime.timedelta(microseconds=500000))
     >>> parse_span("tomorrow") is None
     True
     """
