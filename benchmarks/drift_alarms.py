@@ -1,19 +1,24 @@
 """How the monitor's drift check behaves on the shop assistant's live traffic, over seeded
-repeats: how often it raises a false alarm when nothing changed, and how long after the
-generator fault starts it raises an alarm naming the generator.
+repeats: how often it raises a false alarm when nothing changed, and how long after a
+fault starts it raises an alarm naming the faulty component.
 
 For each repeat (seed 0, 1, …) and each of two arms:
 
 * **control**: N traces of live traffic (``scenarios/shop/traced.py``'s ``traffic``:
   questions drawn from the shop's cases, a fifth rephrased, 24 simulated users), no fault;
-* **fault**: the same traffic (same seed: the same questions and users), the ``generator``
-  fault (the assistant's ``invent_figures``) on from trace N/2 (from 0) on.
+* **fault**: the same traffic (same seed: the same questions and users), the ``--fault``
+  (default ``generator``: the assistant's ``invent_figures``) on from trace N/2 (from 0) on.
+  ``--fault schema_migration`` is a live traffic fault of ``traced.py`` (a renamed column
+  breaks the text-to-SQL queries that read it): its detection is an alarm naming text2sql.
 
-Each trace is moved whole (its spans keep their durations and order) to a simulated start
-time: arrivals are a seeded Poisson process, ``--per-day`` traces a day on average from
-2026-11-01 00:00 UTC, in the order the traffic asked them. One monitor pass (sampling rate 1.0,
-no retention, the shop traffic scenario's reference-free evaluators, the offline heuristic
-judge) stores every trace of an arm in a fresh DuckDB store.
+Each trace is sent at a simulated start time (``traffic(..., at=...)``: its spans are started
+and ended at that time plus their real offsets, so they keep their durations and order):
+arrivals are a seeded Poisson process (``traced.arrivals``), ``--per-day`` traces a day on
+average from 2026-11-01 00:00 UTC, in the order the traffic asked them. (Until issue 33 the
+traffic was written in real time and each trace moved there afterwards; the times, and so
+the figures, are the same.) One monitor pass (sampling rate 1.0, no retention, the shop
+traffic scenario's reference-free evaluators, the offline heuristic judge) stores every
+trace of an arm in a fresh DuckDB store.
 
 Then a **check** is made every ``--every`` simulated hours, from ``--first`` hours (48) after
 the first trace to the last trace: ``check_drift`` with the recent window the ``--recent`` hours
@@ -28,20 +33,27 @@ the store. Counted:
 * fault arm: checks whose windows end at or before the fault's first trace see the control's
   traffic (same seed, same questions and times; counted apart, not pooled); after it, the **detection delay** — from
   the start time of the first faulty trace to the time of the first check that raises an
-  alarm naming the generator (an alarm whose component is ``generator``: its metrics, its
+  alarm naming the faulty component (an alarm whose component is it: its metrics, its
   verdict, its share of the failed traces as their root cause), in simulated hours and in
   faulty traces started by then; whether the first check after the fault with any alarm names
-  the generator; which other components alarm after the fault.
+  it; which other components alarm after the fault; and the **bottleneck shift**: how often
+  a root-cause-share alarm says the faulty component's share of the failed traces *rose*, and
+  after how long.
 
     python benchmarks/drift_alarms.py                           # 10 repeats of 160 traces
     python benchmarks/drift_alarms.py --repeats 2 --traces 80   # a quick look
     python benchmarks/drift_alarms.py --alarms                  # also list every alarm
+    python benchmarks/drift_alarms.py --fault schema_migration  # a fault upstream of the generator
+    python benchmarks/drift_alarms.py --exclude latency_ms      # as MONITOR.yaml's drift.exclude
 
 Every draw is seeded (traffic, arrival times, the checks' permutations), so a run prints the
-same figures again — except latency metrics, which come from the spans' real durations.
-The fault arm's retriever, router and text2sql metrics other than latency are those of the
-control arm trace for trace (same seed; checked on seed 9): alarms on them after the fault are
-the traffic's own, not the fault's.
+same figures again — except latency metrics, which come from the spans' real durations
+(``--exclude latency_ms`` leaves them out of the check, so they cannot move the
+Benjamini–Hochberg thresholds either: then every figure repeats).
+With the generator fault, the fault arm's retriever, router and text2sql metrics other than
+latency are those of the control arm trace for trace (same seed; checked on seed 9): alarms on
+them after the fault are the traffic's own, not the fault's. A fault upstream of the generator
+(``schema_migration``) moves the generator's metrics too: it answers from what it was given.
 No wall-clock assertion: this measures behaviour, not speed.
 """
 
@@ -49,8 +61,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import random
 import shutil
 import statistics
 import sys
@@ -67,9 +77,21 @@ SHOP = ROOT / "scenarios" / "shop"
 SCENARIO = SHOP / "monitor" / "scenario.yaml"
 EPOCH = datetime(2026, 11, 1)
 """The simulated traffic's first possible start (naive UTC)."""
-FAULTS = ("generator", "text2sql", "retriever", "router")
-"""The shop assistant's fault variants (``--fault``): each degrades the component it names,
-whose alarm then counts as the detection."""
+FAULTS = ("generator", "text2sql", "retriever", "router", "schema_migration")
+"""The shop assistant's fault variants and ``traced.py``'s live traffic faults (``--fault``):
+each degrades one component (:func:`component_of`), whose alarm then counts as the
+detection."""
+LIVE_COMPONENT = {"schema_migration": "text2sql"}
+"""The component each live traffic fault degrades (a variant's is its name)."""
+
+
+def component_of(fault: str) -> str:
+    """The component ``fault`` degrades: the one whose alarm counts as its detection.
+
+    >>> component_of("generator"), component_of("schema_migration")
+    ('generator', 'text2sql')
+    """
+    return LIVE_COMPONENT.get(fault, fault)
 
 
 def _traced() -> Any:
@@ -82,38 +104,6 @@ def _traced() -> Any:
 
 
 # --- traffic ---------------------------------------------------------------------------------
-
-
-def arrivals(n: int, per_day: float, seed: int) -> list[datetime]:
-    """``n`` start times of a seeded Poisson process, ``per_day`` a day on average, from
-    :data:`EPOCH`, in order."""
-    draw = random.Random(f"{seed}:arrivals")
-    t, out = 0.0, []
-    for _ in range(n):
-        t += draw.expovariate(per_day / 24.0)  # hours
-        out.append(EPOCH + timedelta(hours=t))
-    return out
-
-
-def _record() -> Any:
-    """scenarios/shop/monitor/record.py, whose ``move_traces`` moves traces in time."""
-    spec = importlib.util.spec_from_file_location("shop_record_drift",
-                                                  SHOP / "monitor" / "record.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def restamp(path: Path, order: list[str], times: list[datetime]) -> None:
-    """Move each trace of the OTLP JSON-lines file ``path`` whole to its time: the i-th trace
-    id of ``order`` starts at ``times[i]`` (its spans shifted by one amount, so they keep their
-    durations and order)."""
-    docs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
-    _record().move_traces(docs, dict(zip(order, times, strict=True)))
-    path.write_text("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in docs),
-                    encoding="utf-8")
 
 
 @dataclass
@@ -130,7 +120,7 @@ class Arm:
 
 
 def make_arm(work: Path, traced: Any, name: str, seed: int, args: argparse.Namespace) -> Arm:
-    """Traffic of one arm, moved to simulated times, stored by one monitor pass."""
+    """Traffic of one arm, sent at simulated times, stored by one monitor pass."""
     from evalharness.monitor.config import load_monitor
     from evalharness.monitor.passes import MonitorRun
 
@@ -138,13 +128,12 @@ def make_arm(work: Path, traced: Any, name: str, seed: int, args: argparse.Names
     (folder / "traffic").mkdir(parents=True)
     spans = folder / "traffic" / "spans.jsonl"
     fault_after = args.traces // 2
+    times = traced.arrivals(args.traces, args.per_day, start=EPOCH, seed=seed)
     run = traced.traffic(args.traces, out=spans, seed=seed,
                          fault=args.fault if name == "fault" else None,
-                         fault_after=fault_after)
+                         fault_after=fault_after, at=times)
     if run.dropped:
         raise SystemExit(f"{run.dropped} spans dropped writing {spans}")
-    times = arrivals(args.traces, args.per_day, seed)
-    restamp(spans, [a.trace_id for a in run.asked], times)
     evaluators = f"evaluators: {args.evaluators}\n" if args.evaluators else ""
     monitor = folder / "monitor.yaml"
     monitor.write_text(
@@ -191,6 +180,17 @@ class Check:
         return self.fault in self.components
 
     @property
+    def shift(self) -> bool:
+        """A root-cause-share alarm (any route) says the faulty component's share of the failed
+        traces rose: the bottleneck moved to it."""
+        return any(a["kind"] == "root_cause_share" and a["component"] == self.fault
+                   and a["effect"] > 0 for a in self.alarms)
+
+    @property
+    def shares(self) -> list[dict[str, Any]]:
+        return [a for a in self.alarms if a["kind"] == "root_cause_share"]
+
+    @property
     def quality_alarms(self) -> list[dict[str, Any]]:
         """The alarms but those on latency metrics (the spans' real durations: wall-clock
         time of this machine while the traffic ran, not seeded)."""
@@ -230,14 +230,15 @@ def run_checks(arm: Arm, args: argparse.Namespace) -> list[Check]:
             r = (at - recent, at)
             b = (at - recent - baseline, at - recent)
             result = check_drift(con, baseline=b, recent=r, q=args.q, min_n=args.min_n,
-                                 seed=arm.seed, resamples=args.resamples)
+                                 seed=arm.seed, resamples=args.resamples,
+                                 exclude=args.exclude)
             after = arm.fault_at is not None and at > arm.fault_at
             faulty = (sum(1 for t in arm.times if arm.fault_at <= t < at)
                       if arm.fault_at is not None else 0)
             out.append(Check(at, result["alarms"],
                              sum(1 for t in result["tests"] if t["skipped"] is None),
                              sum(1 for t in result["tests"] if t["skipped"] is not None),
-                             after, faulty, args.fault))
+                             after, faulty, component_of(args.fault)))
             at += every
     return out
 
@@ -288,9 +289,13 @@ def summarise(arms: list[tuple[Arm, list[Check]]], args: argparse.Namespace) -> 
           f"{spread([len(c.alarms) for c in alarmed], '', 0).replace(' ,', ',')}")
     print(f"  components alarmed (checks)   "
           f"{counted(Counter(x for c in alarmed for x in c.components))}")
+    print(f"  checks with a root-cause-share alarm "
+          f"{rate(sum(1 for c in checks if c.shares), len(checks))}")
 
+    target = component_of(args.fault)
     print()
-    print(f"fault arm ({args.fault} fault on from trace {args.traces // 2 + 1} of {args.traces})")
+    print(f"fault arm ({args.fault} fault on from trace {args.traces // 2 + 1} of {args.traces}"
+          f"{'' if target == args.fault else f'; it degrades {target}'})")
     before = [c for _, cs in fault for c in cs if not c.after_fault]
     before_alarmed = [c for c in before if c.alarms]
     print(f"  repeats                       {len(fault)}")
@@ -298,10 +303,12 @@ def summarise(arms: list[tuple[Arm, list[Check]]], args: argparse.Namespace) -> 
           f"{rate(len(before_alarmed), len(before))} (the control's traffic until then)")
     after = [c for _, cs in fault for c in cs if c.after_fault]
     print(f"  checks after the fault starts {len(after)}; with any alarm "
-          f"{rate(sum(1 for c in after if c.alarms), len(after))}; naming {args.fault} "
+          f"{rate(sum(1 for c in after if c.alarms), len(after))}; naming {target} "
           f"{rate(sum(1 for c in after if c.names_fault), len(after))}")
     hours, traces, first_right, first_other = [], [], 0, Counter()
     detected, first_any, by_latency = 0, 0, 0
+    quality_first, quality_right = 0, 0
+    shifted, shift_hours, shift_traces = 0, [], []
     for arm, cs in fault:
         post = [c for c in cs if c.after_fault]
         hit = next((c for c in post if c.names_fault), None)
@@ -309,21 +316,41 @@ def summarise(arms: list[tuple[Arm, list[Check]]], args: argparse.Namespace) -> 
             detected += 1
             hours.append((hit.at - arm.fault_at).total_seconds() / 3600)
             traces.append(hit.faulty)
-            by_latency += not any(alarm_component(a) == args.fault and not is_latency(a)
+            by_latency += not any(alarm_component(a) == target and not is_latency(a)
                                   for a in hit.alarms)
         first = next((c for c in post if c.alarms), None)
         if first is not None:
             first_any += 1
             first_right += first.names_fault
-            first_other.update(x for x in first.components if x != args.fault)
+            first_other.update(x for x in first.components if x != target)
+        first_quality = next((c for c in post if c.quality_alarms), None)
+        if first_quality is not None:  # latency alarms left out: seeded, repeats exactly
+            quality_first += 1
+            quality_right += target in {alarm_component(a) for a in first_quality.quality_alarms}
+        moved = next((c for c in post if c.shift), None)
+        if moved is not None:
+            shifted += 1
+            shift_hours.append((moved.at - arm.fault_at).total_seconds() / 3600)
+            shift_traces.append(float(moved.faulty))
     print(f"  repeats detected              {rate(detected, len(fault))} (a check after the "
-          f"fault names {args.fault}, before the traffic ends)")
+          f"fault names {target}, before the traffic ends)")
     print(f"  delay, simulated hours        {spread(hours, 'h')}")
     print(f"  delay, faulty traces          {spread([float(t) for t in traces], 'traces', 0)}")
-    print(f"  detections by a {args.fault} latency alarm alone: {by_latency}")
-    print(f"  first alarm after the fault   names {args.fault} in {rate(first_right, first_any)}"
+    print(f"  detections by a {target} latency alarm alone: {by_latency}")
+    print(f"  first alarm after the fault   names {target} in {rate(first_right, first_any)}"
           f" of the repeats with one")
     print(f"    other components in it      {counted(first_other)}")
+    print(f"    latency alarms left out     names {target} in "
+          f"{rate(quality_right, quality_first)}")
+    print(f"  bottleneck shift: a root-cause-share alarm says {target}'s share of the failed "
+          f"traces rose")
+    print(f"    repeats                     {rate(shifted, len(fault))}")
+    print(f"    checks after the fault      {rate(sum(1 for c in after if c.shift), len(after))}")
+    print(f"    delay                       {spread(shift_hours, 'h')}; "
+          f"{spread(shift_traces, 'faulty traces', 0)}")
+    moves = Counter(x for c in after for x in {
+        f"{a['component']} {'up' if a['effect'] > 0 else 'down'}" for a in c.shares})
+    print(f"    root-cause-share alarms after the fault (checks) {counted(moves)}")
     print(f"  components alarmed after the fault (checks) "
           f"{counted(Counter(x for c in after if c.alarms for x in c.components))}")
     print(f"  root causes stored (all repeats, fault arm) "
@@ -349,7 +376,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--repeats", type=int, default=10, help="seeds 0 … R-1 (10)")
     parser.add_argument("--fault", choices=FAULTS, default="generator",
-                        help="the fault variant switched on midway (generator: invent_figures)")
+                        help="the fault switched on midway (generator: invent_figures; "
+                             "schema_migration: traced.py's live fault of text2sql)")
     parser.add_argument("--traces", type=int, default=160,
                         help="traces of traffic per arm and repeat; the fault arm's fault is "
                              "on from the second half (160)")
@@ -373,6 +401,9 @@ def main() -> None:
     parser.add_argument("--evaluators", default="",
                         help="MONITOR.yaml `evaluators:` as a YAML flow mapping (default: "
                              "the shop traffic scenario's)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="METRIC",
+                        help="leave a metric out of the check, as MONITOR.yaml's "
+                             "drift.exclude (repeatable): --exclude latency_ms")
     parser.add_argument("--alarms", action="store_true", help="list every alarm raised")
     parser.add_argument("--work", type=Path, default=None,
                         help="keep the stores here (default: a temporary folder, removed)")

@@ -35,6 +35,18 @@ user, and ``--feedback FILE`` writes some users' thumbs, scores and comments key
 
     python scenarios/shop/traced.py --otlp-endpoint http://127.0.0.1:4318 --traffic 500 \
         --rate 5 --fault generator --fault-after 250 --feedback feedback.jsonl
+
+``--fault`` also takes the assistant's ``LIVE_FAULTS``, production incidents of live traffic
+only (``schema_migration``: a renamed column breaks the text-to-SQL queries that read it).
+``--simulated-start WHEN --per-day N`` gives the traffic a simulated schedule *as it is sent*:
+question i arrives at the i-th time of a seeded Poisson process (:func:`arrivals`), N a day on
+average from WHEN, and its spans are started and ended at that time plus their real offsets
+from the question's start (so they keep their durations and order), and so are the feedback's
+``at``. A few seconds of traffic then hold days of it, as drift checks' windows need, with no
+file rewritten afterwards::
+
+    python scenarios/shop/traced.py --otlp-endpoint http://127.0.0.1:4318 --traffic 160 \
+        --simulated-start 2026-11-01 --per-day 40 --fault schema_migration --fault-after 80
 """
 
 from __future__ import annotations
@@ -50,7 +62,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -141,12 +153,19 @@ def _usage(step: Any, convention: Convention) -> dict[str, int]:
             "gen_ai.usage.output_tokens": usage.completion_tokens}
 
 
-def _fail(span: trace.Span, error: str | None) -> None:
-    """A component that reports an error: the span's status and an exception event."""
+def _fail(span: trace.Span, error: str | None, at: int | None = None) -> None:
+    """A component that reports an error: the span's status and an exception event (at
+    ``at``, nanoseconds since the epoch; None: now)."""
     if error:
         kind, _, message = error.partition(": ")
-        span.add_event("exception", {"exception.type": kind, "exception.message": message})
+        span.add_event("exception", {"exception.type": kind, "exception.message": message},
+                       timestamp=at)
         span.set_status(Status(StatusCode.ERROR, error))
+
+
+def _ns(when: datetime) -> int:
+    """``when`` (aware, or naive UTC) in nanoseconds since the epoch, as spans' times are."""
+    return (_aware(when) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
 
 
 class _Spans:
@@ -155,12 +174,42 @@ class _Spans:
     def __init__(self, tracer: Tracer, convention: Convention) -> None:
         self.tracer = tracer
         self.convention = convention
+        self.shift: int | None = None
+        """Nanoseconds added to the real clock for the spans of the question being answered
+        at a simulated time (:meth:`root`'s ``at``); None: the SDK's own clock."""
+
+    def now(self) -> int | None:
+        """The time a span starts or ends at, or an event happens: the real clock moved by
+        :attr:`shift`; None (the SDK's clock) without one."""
+        return None if self.shift is None else time.time_ns() + self.shift
 
     @contextmanager
-    def root(self, case: Case, extra: Mapping[str, Any] | None = None
-             ) -> Iterator[tuple[Callable[[Any], None], str]]:
+    def _span(self, name: str, *, start: int | None = None, **kw: Any) -> Iterator[trace.Span]:
+        """``tracer.start_as_current_span(name, **kw)``, started at ``start`` (default
+        :meth:`now`) and ended at :meth:`now`: explicit times when the question has a
+        simulated one, else the SDK's, as before (the span ends even if the call raises)."""
+        if self.shift is None:
+            with self.tracer.start_as_current_span(name, **kw) as span:
+                yield span
+            return
+        span = None
+        try:
+            with self.tracer.start_as_current_span(
+                    name, start_time=self.now() if start is None else start,
+                    end_on_exit=False, **kw) as span:
+                yield span
+        finally:
+            if span is not None:
+                span.end(end_time=self.now())
+
+    @contextmanager
+    def root(self, case: Case, extra: Mapping[str, Any] | None = None,
+             at: datetime | None = None) -> Iterator[tuple[Callable[[Any], None], str]]:
         """The question's span; yields ``(done, trace id)``: ``done(result)`` records the
-        answer and the error, the trace id (32 hex digits) is what the app gives the user."""
+        answer and the error, the trace id (32 hex digits) is what the app gives the user.
+        ``at``: the question's simulated arrival, where the root span starts; every span of
+        the question is then moved by the same amount (:attr:`shift`), keeping its real
+        offset from the question's start and its real duration."""
         q = case.question
         if self.convention == "openinference":
             attrs = {"openinference.span.kind": "CHAIN", "input.value": _json({"question": q}),
@@ -172,15 +221,22 @@ class _Spans:
                      "shop.case_id": case.id}
             name = "invoke_agent shop"
         attrs.update(extra or {})
-        with self.tracer.start_as_current_span(name, attributes=attrs) as span:
-            def done(result: Any) -> None:
-                answer = result.generator.answer if result.generator else None
-                if self.convention == "openinference" and answer is not None:
-                    span.set_attributes({"output.value": answer,
-                                         "output.mime_type": "text/plain"})
-                if result.error:
-                    _fail(span, result.error)
-            yield done, format(span.get_span_context().trace_id, "032x")
+        start = None
+        if at is not None:
+            start = _ns(at)
+            self.shift = start - time.time_ns()
+        try:
+            with self._span(name, start=start, attributes=attrs) as span:
+                def done(result: Any) -> None:
+                    answer = result.generator.answer if result.generator else None
+                    if self.convention == "openinference" and answer is not None:
+                        span.set_attributes({"output.value": answer,
+                                             "output.mime_type": "text/plain"})
+                    if result.error:
+                        _fail(span, result.error, self.now())
+                yield done, format(span.get_span_context().trace_id, "032x")
+        finally:
+            self.shift = None
 
     def route(self, call: Callable[..., Any], question: str, *args: Any, **kw: Any) -> Any:
         if self.convention == "openinference":
@@ -191,7 +247,7 @@ class _Spans:
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "route",
                 "gen_ai.tool.type": "function",
                 "gen_ai.tool.call.arguments": _json({"question": question})}
-        with self.tracer.start_as_current_span(name, attributes=attrs) as span:
+        with self._span(name, attributes=attrs) as span:
             step = call(question, *args, **kw)
             out = _json(_router_output(step))
             if self.convention == "openinference":
@@ -212,15 +268,15 @@ class _Spans:
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "text_to_sql",
                 "gen_ai.tool.type": "function",
                 "gen_ai.tool.call.arguments": _json({"question": question})}
-        with self.tracer.start_as_current_span(name, attributes=attrs) as span:
+        with self._span(name, attributes=attrs) as span:
             step, slots = call(question, *args, **kw)
             if self.convention == "genai":
                 # the query as the database client instrumentation records it
-                with self.tracer.start_as_current_span(
+                with self._span(
                         "SELECT shop", kind=SpanKind.CLIENT,
                         attributes={"db.system.name": "sqlite", "db.operation.name": "SELECT",
                                     "db.query.text": step.sql}) as db:
-                    _fail(db, step.error)
+                    _fail(db, step.error, self.now())
             out = _json(_sql_output(step))
             if self.convention == "openinference":
                 span.set_attributes({"output.value": out,
@@ -228,7 +284,7 @@ class _Spans:
             else:
                 span.set_attribute("gen_ai.tool.call.result", out)
             span.set_attributes(_usage(step, self.convention))
-            _fail(span, step.error)
+            _fail(span, step.error, self.now())
             return step, slots
 
     def retrieve(self, call: Callable[..., Any], question: str, *args: Any, **kw: Any) -> Any:
@@ -240,7 +296,7 @@ class _Spans:
             name, attrs = "retrieval", {"gen_ai.operation.name": "retrieval",
                                         "gen_ai.data_source.id": "shop-blog",
                                         "gen_ai.retrieval.query.text": question}
-        with self.tracer.start_as_current_span(name, attributes=attrs) as span:
+        with self._span(name, attributes=attrs) as span:
             step = call(question, *args, **kw)
             docs = list(zip(step.ids, step.texts or [], step.scores or [], strict=True))
             if self.convention == "openinference":
@@ -265,7 +321,7 @@ class _Spans:
                 "gen_ai.operation.name": "chat", "gen_ai.provider.name": "shop",
                 "gen_ai.request.model": "shop-extractive"}
         kind = SpanKind.CLIENT if self.convention == "genai" else SpanKind.INTERNAL
-        with self.tracer.start_as_current_span(name, kind=kind, attributes=attrs) as span:
+        with self._span(name, kind=kind, attributes=attrs) as span:
             step = call(question, *args, **kw)
             contexts = step.contexts or []
             if self.convention == "openinference":
@@ -296,7 +352,7 @@ class _Spans:
                          "parts": [{"type": "text", "content": step.answer}]}]),
                     "gen_ai.response.finish_reasons": ["stop"]})
             span.set_attributes(_usage(step, self.convention))
-            _fail(span, step.error)
+            _fail(span, step.error, self.now())
             return step
 
 
@@ -309,7 +365,11 @@ class Instrumented:
     step after the component's call, and calls ``retrieve_weak`` in place of ``retrieve``
     (no span at all); here the component function itself is swapped for the faulty one while
     the question is answered (``text2sql``'s fault is an argument of its call already). The
-    trace is the same as ``answer(case, fault=...)``'s (tests/test_traced_shop.py)."""
+    trace is the same as ``answer(case, fault=...)``'s (tests/test_traced_shop.py).
+
+    The assistant's ``LIVE_FAULTS``, which ``answer`` does not take, are applied here only:
+    ``schema_migration`` runs ``text_to_sql`` on the migrated catalog (``faults.
+    migrated_catalog``)."""
 
     def __init__(self, assistant: ModuleType, spans: _Spans,
                  originals: Mapping[str, Callable[..., Any]]) -> None:
@@ -330,18 +390,25 @@ class Instrumented:
             return faults.retrieve_weak
         if (self.fault, name) == ("generator", "generate"):
             return lambda *args, **kw: faults.invent_figures(original(*args, **kw))
+        if (self.fault, name) == ("schema_migration", "text_to_sql"):
+            return lambda question, cat, *args, **kw: original(
+                question, faults.migrated_catalog(cat), *args, **kw)
         return original
 
     def ask(self, case: Case, *, fault: str | None = None,
-            attributes: Mapping[str, Any] | None = None) -> tuple[Any, str]:
-        """The assistant's trace for ``case`` (``fault``: one of its ``FAULTS``, or None) and
-        the OTel trace id, in hex; ``attributes`` go on the root span (``user.id``…)."""
-        if fault is not None and fault not in self.assistant.FAULTS:
+            attributes: Mapping[str, Any] | None = None,
+            at: datetime | None = None) -> tuple[Any, str]:
+        """The assistant's trace for ``case`` (``fault``: one of its ``FAULTS`` or
+        ``LIVE_FAULTS``, or None) and the OTel trace id, in hex; ``attributes`` go on the root
+        span (``user.id``…). ``at``: the question's simulated arrival (aware, or naive UTC),
+        where its spans start (:meth:`_Spans.root`); None: now, by the SDK's clock."""
+        valid = faults_of(self.assistant)
+        if fault is not None and fault not in valid:
             raise ValueError(f"unknown fault {fault!r}; valid values: "
-                             f"{', '.join(self.assistant.FAULTS)} (or none)")
+                             f"{', '.join(valid)} (or none)")
         self.fault = fault
         try:
-            with self.spans.root(case, attributes) as (done, trace_id):
+            with self.spans.root(case, attributes, at) as (done, trace_id):
                 result = self.assistant.answer(
                     case, fault=fault if fault == "text2sql" else None)
                 done(result)
@@ -352,6 +419,12 @@ class Instrumented:
     def __call__(self, case: Case, *, fault: str | None = None,
                  attributes: Mapping[str, Any] | None = None) -> Any:
         return self.ask(case, fault=fault, attributes=attributes)[0]
+
+
+def faults_of(assistant: ModuleType) -> tuple[str, ...]:
+    """The faults :meth:`Instrumented.ask` takes: the assistant's ``FAULTS`` (its scenario
+    variants') and ``LIVE_FAULTS`` (live traffic's only)."""
+    return (*assistant.FAULTS, *assistant.faults.LIVE_FAULTS)
 
 
 @contextmanager
@@ -469,6 +542,11 @@ def _provider(exporter: SpanExporter, seed: int | None) -> TracerProvider:
     return provider
 
 
+def _aware(when: datetime) -> datetime:
+    """``when`` with a time zone (naive: UTC)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
 def _fault_of(index: int, fault: str | None, fault_after: int) -> str | None:
     """The fault of question ``index`` (from 0): on from question ``fault_after`` on.
 
@@ -516,6 +594,25 @@ COMMENTS = {
              "Is that offer real?", "Too vague."),
     "up": (None, None, "Thanks!", "Helpful.", "Just what I needed."),
 }
+
+
+def arrivals(n: int, per_day: float, *, start: datetime, seed: int) -> list[datetime]:
+    """``n`` simulated arrival times, in order: a seeded Poisson process of ``per_day``
+    questions a day on average after ``start`` (aware, or naive UTC: the times are alike),
+    the first one gap after it. What ``traffic(at=...)`` takes for a schedule of days.
+
+    >>> times = arrivals(3, 24.0, start=datetime(2026, 11, 1), seed=0)
+    >>> times == sorted(times) and times[0] > datetime(2026, 11, 1)
+    True
+    """
+    if n < 0 or per_day <= 0:
+        raise ValueError("arrivals need n >= 0 and per_day > 0")
+    draw = random.Random(f"{seed}:arrivals")
+    hours, out = 0.0, []
+    for _ in range(n):
+        hours += draw.expovariate(per_day / 24.0)
+        out.append(start + timedelta(hours=hours))
+    return out
 
 
 def rephrase(question: str, template: str) -> str:
@@ -576,6 +673,9 @@ class Asked:
     answer: str | None
     wrong: bool | None
     """:func:`is_wrong` of the answer against the case's reference answer."""
+    at: datetime | None = None
+    """Its simulated arrival, where its root span starts (``traffic(at=...)``); None: it was
+    asked in real time."""
 
 
 @dataclass
@@ -591,10 +691,12 @@ class Traffic:
     """Feedback lines written."""
 
 
-def feedback_line(asked: Asked, rng: random.Random) -> dict[str, Any] | None:
+def feedback_line(asked: Asked, rng: random.Random,
+                  at: datetime | None = None) -> dict[str, Any] | None:
     """The simulated user's feedback on ``asked``, or None (most users leave none):
     thumbs-down far more likely when the answer is wrong (:data:`THUMBS_DOWN`), a 1–5 score
-    that agrees with the thumbs, sometimes a comment."""
+    that agrees with the thumbs, sometimes a comment; given ``at`` (the answer's simulated
+    time), else now."""
     wrong = bool(asked.wrong)
     if rng.random() >= FEEDBACK_RATE[wrong]:
         return None
@@ -602,22 +704,31 @@ def feedback_line(asked: Asked, rng: random.Random) -> dict[str, Any] | None:
     score = rng.choice((1, 1, 2, 2, 3) if thumbs == "down" else (3, 4, 4, 5, 5))
     return {"trace_id": asked.trace_id, "thumbs": thumbs, "score": score,
             "comment": rng.choice(COMMENTS[thumbs]), "user_id": asked.user_id,
-            "at": datetime.now(UTC).isoformat(timespec="milliseconds")}
+            "at": (at or datetime.now(UTC)).isoformat(timespec="milliseconds")}
 
 
 def traffic(n: int, *, out: str | Path | None = None, endpoint: str | None = None,
             convention: Convention = "openinference", cases_path: str | Path = CASES,
             seed: int = 0, rate: float = 0.0, fault: str | None = None, fault_after: int = 0,
-            feedback: str | Path | None = None) -> Traffic:
+            feedback: str | Path | None = None,
+            at: Sequence[datetime] | None = None) -> Traffic:
     """Ask the instrumented assistant ``n`` questions drawn from the cases of ``cases_path``
     (with replacement; :data:`REPHRASE` of them rephrased) by simulated users, ``rate`` a
     second (0: as fast as it answers), exporting the spans to the file ``out`` or the OTLP/HTTP
     ``endpoint``. ``fault`` is on from question ``fault_after`` (from 0) on. Each root span
     carries ``user.id`` and ``session.id``; with ``feedback``, some users' feedback is written
     there, a JSON line each. Everything drawn — questions, users, sessions, feedback, trace
-    and span ids — follows ``seed``: a run with the same seed repeats (times aside)."""
+    and span ids — follows ``seed``: a run with the same seed repeats (times aside).
+
+    ``at``: each question's simulated arrival (``n`` times in order, e.g. :func:`arrivals`;
+    aware or naive UTC). Its spans are then started and ended at that time plus their real
+    offsets from the question's start, as they are sent — they keep their real durations —
+    and its feedback's ``at`` is the answer's simulated time: seconds of traffic that hold
+    days of it, for windows of hours and days. ``rate`` still paces the real sending."""
     if n < 1 or rate < 0 or fault_after < 0:
         raise ValueError("the traffic needs n >= 1, rate >= 0 and fault_after >= 0")
+    if at is not None and len(at) != n:
+        raise ValueError(f"the traffic has {n} questions but {len(at)} arrival times")
     cases = read_cases(cases_path)
     draw, react = random.Random(f"{seed}:traffic"), random.Random(f"{seed}:feedback")
     sessions: dict[str, str] = {}
@@ -640,14 +751,18 @@ def traffic(n: int, *, out: str | Path | None = None, endpoint: str | None = Non
                 if user not in sessions or draw.random() < NEW_SESSION:
                     sessions[user] = f"s-{draw.getrandbits(48):012x}"
                 on = _fault_of(i, fault, fault_after)
+                when = at[i] if at is not None else None
+                began = time.time_ns()
                 result, trace_id = app.ask(
                     case.model_copy(update={"question": question}), fault=on,
-                    attributes={"user.id": user, "session.id": sessions[user]})
+                    attributes={"user.id": user, "session.id": sessions[user]}, at=when)
                 answer = result.generator.answer if result.generator else None
                 asked = Asked(i, trace_id, case.id, question, user, sessions[user], on,
-                              answer, is_wrong(answer, case.gold.answer, question))
+                              answer, is_wrong(answer, case.gold.answer, question), when)
                 run.asked.append(asked)
-                line = feedback_line(asked, react) if sink is not None else None
+                answered = None if when is None else _aware(when) + timedelta(
+                    microseconds=(time.time_ns() - began) // 1000)
+                line = feedback_line(asked, react, answered) if sink is not None else None
                 if line is not None and sink is not None:
                     sink.write(json.dumps(line, ensure_ascii=False) + "\n")
                     sink.flush()
@@ -663,8 +778,18 @@ def traffic(n: int, *, out: str | Path | None = None, endpoint: str | None = Non
 # --- the command -----------------------------------------------------------------------------
 
 
+def _when(text: str) -> datetime:
+    """``--simulated-start``: an ISO 8601 date or time, UTC when it has no offset."""
+    try:
+        return _aware(datetime.fromisoformat(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no ISO 8601 date or time (e.g. 2026-11-01 or "
+            "2026-11-01T08:00:00Z)") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    faults = load_assistant().FAULTS
+    faults = faults_of(load_assistant())
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--convention", choices=CONVENTIONS, default="openinference")
     parser.add_argument("--cases", default=str(CASES))
@@ -675,7 +800,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "http://127.0.0.1:4318, `evalharness traces receive`) with the "
                             "SDK's exporter; protobuf: the Python exporter sends no JSON")
     parser.add_argument("--fault", choices=faults,
-                        help="degrade one component, as scenarios/shop-fault-*.yaml do")
+                        help="degrade one component, as scenarios/shop-fault-*.yaml do "
+                             "(schema_migration, live traffic's: a renamed column breaks the "
+                             "text-to-SQL queries that read it)")
     parser.add_argument("--fault-after", type=int, default=0, metavar="K",
                         help="switch the fault on after K questions (default 0: from the "
                              "first)")
@@ -691,6 +818,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--feedback", metavar="FILE",
                         help="with --traffic: write simulated users' feedback here, a JSON "
                              "line each")
+    parser.add_argument("--simulated-start", type=_when, metavar="WHEN",
+                        help="with --traffic: give each question a simulated arrival time "
+                             "after WHEN (ISO 8601; without an offset, UTC), a seeded Poisson "
+                             "process of --per-day a day; spans are sent with those times")
+    parser.add_argument("--per-day", type=float, default=40.0, metavar="N",
+                        help="with --simulated-start: questions a simulated day, on average "
+                             "(default 40)")
     args = parser.parse_args(argv)
     if args.fault_after and args.fault is None:
         parser.error("--fault-after needs --fault")
@@ -698,11 +832,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--fault-after must be 0 or more")
     if args.traffic is None:
         extra = [name for name, value in (("--rate", args.rate), ("--seed", args.seed),
-                                          ("--feedback", args.feedback)) if value]
+                                          ("--feedback", args.feedback),
+                                          ("--simulated-start", args.simulated_start))
+                 if value]
         if extra:
             parser.error(f"{', '.join(extra)} need --traffic N")
     elif args.traffic < 1 or args.rate < 0:
         parser.error("--traffic must be 1 or more and --rate 0 or more")
+    if args.per_day <= 0:
+        parser.error("--per-day must be more than 0")
     target = args.out or otlp_url(args.otlp_endpoint)
     fault = f", fault {args.fault} from question {args.fault_after + 1}" if args.fault else ""
     if args.traffic is None:
@@ -711,14 +849,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{n} spans written to {target} ({args.convention}{fault})")
         return 0
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
+    at = None if args.simulated_start is None else arrivals(
+        args.traffic, args.per_day, start=args.simulated_start, seed=seed)
     run = traffic(args.traffic, out=args.out, endpoint=args.otlp_endpoint,
                   convention=args.convention, cases_path=args.cases, seed=seed,
                   rate=args.rate, fault=args.fault, fault_after=args.fault_after,
-                  feedback=args.feedback)
+                  feedback=args.feedback, at=at)
     wrong = sum(1 for a in run.asked if a.wrong)
     print(f"{len(run.asked)} questions from {len({a.user_id for a in run.asked})} users "
           f"({args.convention}{fault}; seed {seed}): {run.spans} spans sent to {target}; "
           f"{wrong} answers wrong by the cases' reference answers")
+    if at:
+        print(f"simulated arrivals from {at[0].isoformat(timespec='seconds')} to "
+              f"{at[-1].isoformat(timespec='seconds')} ({args.per_day:g} a day on average)")
     if args.feedback:
         print(f"{run.feedback} feedback lines written to {args.feedback}")
     if run.dropped:

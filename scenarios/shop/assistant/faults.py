@@ -1,10 +1,12 @@
 """Fault injection: options that degrade exactly one component, for the fault-injected
-variants ``scenarios/shop-fault-*.yaml``."""
+variants ``scenarios/shop-fault-*.yaml`` (:data:`FAULTS`), and production incidents of the
+instrumented shop's live traffic (:data:`LIVE_FAULTS`)."""
 
 from __future__ import annotations
 
 import math
 import re
+import sqlite3
 import threading
 import time
 from dataclasses import replace
@@ -18,7 +20,7 @@ from evalharness.models import (
     RouterStep,
 )
 
-from .data import Corpus
+from .data import Catalog, Corpus
 from .retriever import TOP_K, expand_query, top_k
 from .text import approx_tokens
 
@@ -27,6 +29,15 @@ if TYPE_CHECKING:  # text2sql applies the text2sql fault: imported for annotatio
 
 FAULTS = ("router", "text2sql", "retriever", "generator")
 """Valid values of ``answer(case, fault=...)``; each degrades only the component it names."""
+
+LIVE_FAULTS = ("schema_migration",)
+"""Faults of the instrumented shop's live traffic only (``scenarios/shop/traced.py --fault``),
+not scenario variants: production incidents whose reference-free verdict fails *upstream* of
+the generator, so a monitor sees the failed traces' root cause move (the four of
+:data:`FAULTS` all leave the generator the root cause of nearly every failed trace, the
+only reference-free verdict they break). ``schema_migration`` (text2sql): a migration renamed
+a column the text-to-SQL prompt's schema still names (:func:`migrated_catalog`), so every
+query that reads it fails in the database and the step records the error."""
 
 
 def single_route(step: RouterStep) -> RouterStep:
@@ -124,3 +135,30 @@ def invent_figures(step: GeneratorStep) -> GeneratorStep:
     if usage is not None:
         usage = usage.model_copy(update={"completion_tokens": approx_tokens(text)})
     return step.model_copy(update={"answer": text, "usage": usage})
+
+
+RENAMED_COLUMN = ("products", "price", "price_eur")
+"""The ``schema_migration`` fault's migration: (table, old name, new name). ``price`` is read
+by most product queries (listing, cheapest, price bounds, averages) and by none about orders
+or sizes, so some SQL traffic keeps working, as after a real partial breakage."""
+
+_MIGRATED: tuple[int, Catalog] | None = None
+_MIGRATED_LOCK = threading.Lock()
+
+
+def migrated_catalog(cat: Catalog) -> Catalog:
+    """The ``schema_migration`` fault: ``cat`` with its database migrated — a copy in which
+    :data:`RENAMED_COLUMN` is renamed — and everything else as it was, its ``schema`` (what
+    the text-to-SQL prompt shows) and vocabularies included: the app was deployed against the
+    old schema. Built once per catalog; ``cat`` itself is untouched, so questions without the
+    fault (and other scenarios in the process) read the original database."""
+    global _MIGRATED
+    with _MIGRATED_LOCK:
+        if _MIGRATED is None or _MIGRATED[0] != id(cat):
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            with cat.lock:
+                cat.conn.backup(conn)
+            table, old, new = RENAMED_COLUMN
+            conn.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+            _MIGRATED = (id(cat), replace(cat, conn=conn, lock=threading.Lock()))
+        return _MIGRATED[1]
