@@ -168,7 +168,7 @@ def test_imports_under_type_checking_do_not_count():
 # -- the "never" rules of docs/architecture.md ----------------------------------------------
 
 RUNNING = {"evalharness.runner", "evalharness.executors", "evalharness.ray_executor",
-           "evalharness.local_executor", "evalharness.evaluate", "evalharness.oracle",
+           "evalharness.local_executor", "evalharness.scoring", "evalharness.oracle",
            "evalharness.execution", "evalharness.api"}
 REPORTING = {"evalharness.report", "evalharness.render", "evalharness.html",
              "evalharness.charts", "evalharness.markdown", "evalharness.junit", "evalharness.ci",
@@ -200,7 +200,7 @@ def _reach(graph: Mapping[str, set[str]], start: str) -> set[str]:
      "the protocol and the workers' side are below every executor"),
     ("evalharness.work", RUNNING | REPORTING | {"evalharness.scenario"},
      "what an executor is given is plain data"),
-    ("evalharness.evaluate", {"evalharness.verdicts", "evalharness.attribution"},
+    ("evalharness.scoring", {"evalharness.verdicts", "evalharness.attribution"},
      "evaluation computes metrics only: verdicts are made from them afterwards, once"),
     ("evalharness.oracle", RUNNING - {"evalharness.oracle"},
      "the oracle plans the reruns and reads their records; the run's executor does them"),

@@ -166,9 +166,9 @@ def test_evaluator_hook_is_called_only_on_the_registering_plugin(small):
             return [{"route_accuracy": 0.0} for _ in batch]
 
     from evalharness.context import EvalContext
-    from evalharness.evaluate import evaluate_batch
     from evalharness.models import Case, RouterStep, Trace
     from evalharness.scenario import load_scenario
+    from evalharness.scoring import evaluate_batch
 
     scenario = load_scenario(small, host=load_plugins(modules=[Nosy()]))
     case = Case(id="a", question="q", gold={"routes": ["sql"]})

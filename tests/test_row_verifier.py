@@ -282,9 +282,9 @@ def test_reruns_of_one_case_in_one_batch_each_see_their_own_trace(tmp_path):
     ``context.traces`` was keyed by case id, so the generator of one rerun was judged against
     another rerun's SQL rows (the Ray and local runs of the shop disagreed on q047)."""
     from conftest import small_scenario
-    from evalharness.evaluate import evaluate_batch
     from evalharness.plugins import load_plugins
     from evalharness.scenario import load_scenario
+    from evalharness.scoring import evaluate_batch
 
     path = small_scenario(tmp_path)
     path.write_text(path.read_text().replace("generator: [answer_present]",

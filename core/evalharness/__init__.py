@@ -24,17 +24,20 @@ from evalharness.version import __version__
 
 if TYPE_CHECKING:  # the lazily imported API, for type checkers and editors
     from evalharness.api import RunFolder, RunInterrupted, compare_runs, load_run, run_scenario
+    from evalharness.notebook import evaluate
 
-_API = ("run_scenario", "load_run", "compare_runs", "RunFolder", "RunInterrupted")
+_API = {"run_scenario": "api", "load_run": "api", "compare_runs": "api", "RunFolder": "api",
+        "RunInterrupted": "api", "evaluate": "notebook"}
+"""The lazily imported API: name -> its module under ``evalharness``."""
 
 
 def __getattr__(name: str):
     """The Python API (docs/api.md), imported on first use: ``import evalharness`` stays
     light for plugins, which import it for ``hookimpl`` and the models."""
     if name in _API:
-        from evalharness import api
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module(f"evalharness.{_API[name]}"), name)
     raise AttributeError(f"module 'evalharness' has no attribute {name!r}")
 
 
@@ -62,6 +65,7 @@ __all__ = [
     "Usage",
     "__version__",
     "compare_runs",
+    "evaluate",
     "hookimpl",
     "load_run",
     "run_scenario",

@@ -19,7 +19,7 @@ extra plugins, the judge settings after the command line's overrides, the run fo
 driver's own process the spec is :func:`attach`-ed to the driver's loaded scenario, system
 and judge, so an in-process executor loads nothing again. It hands back, as groups finish,
 their results as ``results.jsonl`` lines (``emit(group, lines)``), each made by
-:func:`results_of`: the metrics (:mod:`evalharness.evaluate`), then the verdicts and the
+:func:`results_of`: the metrics (:mod:`evalharness.scoring`), then the verdicts and the
 attribution (:mod:`evalharness.verdicts`) — the one place a run's results get them. Only the
 driver writes the run folder (it holds the run lock), so a result is written once however
 often a worker was retried, and ``--resume`` reruns exactly the cases without a line. When
@@ -233,13 +233,13 @@ def recorded(state: _State, case: Case) -> Trace:
 def results_of(state: _State, items: Sequence[Work], cases: Sequence[Case],
                traces: Sequence[Trace], *, warned: set[str]) -> list[CaseResult]:
     """The results of finished work, as every executor makes them: the metrics
-    (:func:`~evalharness.evaluate.evaluate_batch`; for oracle reruns only those the verdicts
+    (:func:`~evalharness.scoring.evaluate_batch`; for oracle reruns only those the verdicts
     read, the rest would cost judge requests for nothing), then each case's verdicts and
     attribution (:func:`~evalharness.verdicts.apply`, with the criteria computed once per
     run) — the one place a run's results get them — and how recorded spans were mapped,
     where it was not plain."""
     from evalharness import verdicts
-    from evalharness.evaluate import evaluate_batch
+    from evalharness.scoring import evaluate_batch
 
     only = state.criteria.needed() if any(w.oracle for w in items) else None
     results = evaluate_batch(state.scenario, state.context,

@@ -57,8 +57,8 @@ def try_(scenario: Path, metric: str, ids: str | None, limit: int,
       evalharness rubric try scenarios/shop-rubrics.yaml reads_sizes_right --cases q001,q020
     """
     from evalharness.api import load
-    from evalharness.evaluate import evaluate_batch
     from evalharness.prepare import load_system, make_judge, prepare_context
+    from evalharness.scoring import evaluate_batch
 
     loaded = load(scenario, plugins=plugins)
     found = [e for e in loaded.evaluators if metric in e.metrics]

@@ -47,6 +47,62 @@ class RunFolder:
         """Ids of the cases that failed end to end (what ``--rerun-failed`` reruns)."""
         return [r.case.id for r in self.results if r.failed]
 
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per case, component and metric (:data:`RECORD_COLUMNS`): what
+        :meth:`to_pandas`, :meth:`to_arrow` and :meth:`to_polars` hold."""
+        out = []
+        for result in self.results:
+            end = result.end_to_end.status if result.end_to_end is not None else None
+            cause = result.attribution.root_causes if result.attribution is not None else []
+            for component, comp in result.components.items():
+                verdict = result.verdicts.get(component)
+                for metric, value in comp.metrics.items():
+                    out.append({
+                        "case_id": result.case.id, "question": result.case.question,
+                        "component": component, "metric": metric, "value": value.value,
+                        "error": value.error, "evaluator": comp.evaluators.get(metric),
+                        "verdict": verdict.status if verdict is not None else None,
+                        "end_to_end": end, "root_cause": ", ".join(cause) or None})
+        return out
+
+    def to_pandas(self) -> Any:
+        """:meth:`records` as a pandas DataFrame (one row per case and metric; a metric that
+        could not be computed has ``value`` NaN and its ``error``)."""
+        pandas = _need("pandas", "to_pandas")
+        return pandas.DataFrame(self.records(), columns=list(RECORD_COLUMNS))
+
+    def to_arrow(self) -> Any:
+        """:meth:`records` as a pyarrow Table."""
+        pyarrow = _need("pyarrow", "to_arrow")
+        records = self.records()
+        return pyarrow.table({c: [r[c] for r in records] for c in RECORD_COLUMNS})
+
+    def to_polars(self) -> Any:
+        """:meth:`records` as a polars DataFrame."""
+        polars = _need("polars", "to_polars")
+        records = self.records()
+        return polars.DataFrame({c: [r[c] for r in records] for c in RECORD_COLUMNS},
+                                strict=False)
+
+
+RECORD_COLUMNS = ("case_id", "question", "component", "metric", "value", "error", "evaluator",
+                  "verdict", "end_to_end", "root_cause")
+"""The columns of :meth:`RunFolder.records`: the case, the component and metric, its value
+(``None`` when it could not be computed) and error, the evaluator that computed it, the
+component's verdict on the case (``pass``, ``fail``, ``not_applicable``, ``error``), the
+case's end-to-end verdict and its root cause(s)."""
+
+
+def _need(module: str, method: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        extra = {"pandas": "notebook", "polars": "notebook", "pyarrow": "notebook"}[module]
+        raise ImportError(f"RunFolder.{method}() needs {module}: pip install {module} (or "
+                          f"pip install 'evalharness[{extra}]')") from None
+
 
 RUN_HELP = ("give the --out folder of an `evalharness scenario` run (it holds results.jsonl "
             "and report.json)")

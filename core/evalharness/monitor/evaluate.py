@@ -3,7 +3,7 @@ path (docs/monitor.md, "Reference-free metrics").
 
 Each trace becomes a question-only :class:`~evalharness.models.Case` (no gold) and is
 evaluated by the scenario's evaluators (or the monitor's) through the same
-:func:`evalharness.evaluate.evaluate_batch` a scenario run uses, asking only for the metrics
+:func:`evalharness.scoring.evaluate_batch` a scenario run uses, asking only for the metrics
 whose declaration says ``reference_free``. A component's verdict reads those metrics only:
 the scenario's ``verdicts:`` entry when every metric it reads is reference-free, else the
 default the reference-free metrics declare; a step that carries an error (the component failed
@@ -20,9 +20,9 @@ from typing import Any
 
 from evalharness.attribution import gold_path
 from evalharness.context import EvalContext
-from evalharness.evaluate import evaluate_batch, step_error
 from evalharness.models import BUILTIN_STEPS, Case, CaseResult, MetricValue, Trace
 from evalharness.scenario import Gate, Scenario, parse_criterion
+from evalharness.scoring import evaluate_batch, step_error
 from evalharness.verdicts import check, declared_on, default_criteria
 
 DETAILS_CHARS = 20_000

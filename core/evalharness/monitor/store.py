@@ -44,8 +44,8 @@ although the trace failed, or a verdict was undecided)."""
 SCHEMA_VERSION = 3
 """1: traces, metrics, verdicts, feedback, meta. 2: and ``alarms``. 3: and ``queue`` (sampled
 traces waiting for evaluation), ``outbox`` (alerts to deliver), and the traces'
-``evaluated_at``, ``judge_requests`` and ``judge_cost`` (the judge budget). An older store is upgraded when a monitor, a report or the
-feedback endpoint opens it to write."""
+``evaluated_at``, ``judge_requests`` and ``judge_cost`` (the judge budget). An older store is
+upgraded when a monitor, a report or the feedback endpoint opens it to write."""
 
 UPGRADES = {
     1: [],  # version 2 only added `alarms` (CREATE TABLE IF NOT EXISTS)
