@@ -56,6 +56,7 @@ LAZY_COMMANDS = {
     "agreement": "evalharness.review.command:agreement",
     "rubric": "evalharness.rubric_command:rubric",
     "monitor": "evalharness.monitor.command:monitor",
+    "history": "evalharness.history_command:history",
 }
 """Commands that live in modules of their own, imported only when the command runs (or
 ``--help`` lists it): a run of ``evalharness scenario`` does not pay for them."""
@@ -99,6 +100,7 @@ def cli() -> None:
       evalharness scenario scenarios/shop.yaml --sample 20 --seed 1   try 20 cases
       evalharness scenario scenarios/shop.yaml --out run/ --concurrency 8
       evalharness compare runs/base runs/candidate        did anything regress?
+      evalharness history runs/nightly-* --out history/   runs over time, changes marked
       evalharness plugins --json                          what is installed
       evalharness schema trace                            JSON Schema of a trace
       evalharness trec qrels.txt run.txt -m map -m ndcg_cut_10   trec_eval-style

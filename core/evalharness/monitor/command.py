@@ -270,6 +270,12 @@ class Service:
                                        f"{exc}")
                 else:
                     _print_drift(self.console, check, alerts)
+            elif self.machinery.monitor.senders:  # alerts a receiver missed, when due
+                try:
+                    self.machinery.deliver_alerts(
+                        lambda text: self.console.print(f"warning: {text}"))
+                except EvalHarnessError as exc:
+                    self.console.print(f"alert delivery failed, again later: {exc}")
             self._wait(self._until_due(summary))
 
     def _until_due(self, summary: Any) -> float:

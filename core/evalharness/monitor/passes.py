@@ -223,7 +223,7 @@ class MonitorRun:
         """The drift check over the store (``drift:``), its alarms recorded (one transaction)
         and the new and resolved ones sent through ``alerts:``; the check (``None``: disabled,
         or no evaluated trace yet) and the alerts sent."""
-        from evalharness.monitor.alerts import deliver, run_check, update_alarms
+        from evalharness.monitor.alerts import run_check, update_alarms
 
         spec = self.monitor.spec.drift
         if not spec.enabled:
@@ -236,9 +236,19 @@ class MonitorRun:
                 con, check, monitor=self.monitor.name, store=str(self.monitor.store_path),
                 senders=senders)
         if senders:  # what this check wrote, and what earlier ones could not send
-            deliver(lambda: store.connect(self.monitor.store_path), self.monitor.senders,
-                    warn)
+            self.deliver_alerts(warn)
         return check, alerts
+
+    def deliver_alerts(self, warn: Callable[[str], None]) -> Any:
+        """Send the store's outbox alerts that are due (their sender failed before, and its
+        backoff is over): the service asks between checks too, so a receiver that was down
+        gets its alerts when it is back, not only when new traffic is evaluated."""
+        from evalharness.monitor.alerts import deliver
+
+        if not self.monitor.senders:
+            return None
+        return deliver(lambda: store.connect(self.monitor.store_path), self.monitor.senders,
+                       warn)
 
     def _ingest_feedback(self, con: Any, older_than: datetime | None) -> Any:
         """Users' feedback from ``feedback.path``, when the feedback module is installed;

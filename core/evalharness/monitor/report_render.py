@@ -10,6 +10,7 @@ SVG drawn here from :mod:`evalharness.charts`' pieces, every text escaped by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from evalharness import pages
@@ -72,21 +73,30 @@ def pct_ci(ci: list[float] | None) -> str:
 
 def window_metric_chart(component: str, metric: str, points: list[tuple[str, dict | None]],
                         colour: str, *, gate: tuple[str, float] | None = None,
-                        alarmed: set[int] = frozenset()) -> Html:
+                        alarmed: set[int] = frozenset(),
+                        lines: Sequence[tuple[str, str, float]] = (), per: str = "window",
+                        ring: str = "alarm-ring", ring_titles: dict[int, str] | None = None
+                        ) -> Html:
     """One metric of one component over the windows: the mean of each window as a dot joined
     by a line, its 95% CI as a vertical whisker; a 0–1 axis when every value fits in it.
     ``gate``: the component's verdict threshold on this metric (``(">=", 0.5)``), a dashed
     line; ``alarmed``: the indexes of the windows in a drift alarm's recent window, their dots
-    ringed in red."""
+    ringed in red.
+
+    The run history (:mod:`evalharness.history_render`) draws runs instead of windows with
+    the same chart: ``per`` names the points in its label, ``lines`` adds dashed thresholds
+    of other kinds (``("gate", ">=", 0.7)``: a scenario's gate), ``ring`` is the class of the
+    rings (a significant change, not an alarm) and ``ring_titles`` their tooltips."""
+    thresholds = ([("verdict", *gate)] if gate else []) + list(lines)
     values = [v for _, s in points if s and s["mean"] is not None
-              for v in (s["mean"], *(s["ci95"] or []))] + ([gate[1]] if gate else [])
+              for v in (s["mean"], *(s["ci95"] or []))] + [t[2] for t in thresholds]
     unit = all(0 <= v <= 1 for v in values)
     top_value = 1.0 if unit else nice_max(max(values, default=1.0))
     left, top, height = 44.0, 12.0, 110.0
     step = max(8.0, min(56.0, 520.0 / max(len(points), 1)))
     width = left + step * len(points) + 10
     svg = [svg_open("window-metric", width, top + height + 34,
-                    f"{component}.{metric} per window with 95% CI",
+                    f"{component}.{metric} per {per} with 95% CI",
                     data_component=component, data_metric=metric)]
     for f in (0, 0.5, 1):
         y = top + height * (1 - f)
@@ -97,13 +107,13 @@ def window_metric_chart(component: str, metric: str, points: list[tuple[str, dic
     def y_of(v: float) -> float:
         return top + height * (1 - min(max(v / top_value, 0.0), 1.0))
 
-    if gate is not None:
-        y = y_of(gate[1])
-        svg.append(Html('<g class="gate"><title>verdict: {} {} {}</title><line x1="{:.1f}" '
-                        'y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/><text class="tick" x="{:.1f}" '
-                        'y="{:.1f}" text-anchor="end">{} {}</text></g>').format(
-            metric, gate[0], number(gate[1], 2), left, y, width - 6, y, width - 6, y - 3,
-            gate[0], number(gate[1], 2)))
+    for kind, op, threshold in thresholds:
+        y = y_of(threshold)
+        svg.append(Html('<g class="gate" data-kind="{}"><title>{}: {} {} {}</title><line '
+                        'x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/><text class="tick" '
+                        'x="{:.1f}" y="{:.1f}" text-anchor="end">{} {}</text></g>').format(
+            kind, kind, metric, op, number(threshold, 2), left, y, width - 6, y, width - 6,
+            y - 3, op, number(threshold, 2)))
 
     line = []
     label_every = max(1, round(len(points) / 8))
@@ -126,8 +136,9 @@ def window_metric_chart(component: str, metric: str, points: list[tuple[str, dic
                             'y2="{lo:.1f}"/><line x1="{a:.1f}" y1="{hi:.1f}" x2="{b:.1f}" '
                             'y2="{hi:.1f}"/></g>').format(x=x, lo=lo, hi=hi, a=x - 3, b=x + 3))
         if i in alarmed:
-            svg.append(Html('<circle class="alarm-ring" cx="{:.1f}" cy="{:.1f}" r="7"/>')
-                       .format(x, y_of(s["mean"])))
+            svg.append(Html('<circle class="{}" data-index="{}" cx="{:.1f}" cy="{:.1f}" r="7">'
+                            "<title>{}</title></circle>").format(
+                ring, i, x, y_of(s["mean"]), (ring_titles or {}).get(i, "")))
         svg.append(Html('<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/></g>').format(
             x, y_of(s["mean"]), colour))
     if len(line) > 1:
@@ -137,10 +148,11 @@ def window_metric_chart(component: str, metric: str, points: list[tuple[str, dic
     return Html("").join(svg)
 
 
-def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str, str]
-                     ) -> Html:
+def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str, str], *,
+                     labels: list[str] | None = None, what: str = "traces") -> Html:
     """Per window, the failed traces' root causes as a 100% stacked bar, the number of failed
-    traces above it, and a legend."""
+    traces above it, and a legend. The run history draws its runs' bottleneck shares with it:
+    ``labels`` name the bars instead of the windows' starts, ``what`` the failed units."""
     causes = list(dict.fromkeys(c for w in windows for c in w["root_causes"]["shares"]))
     causes.sort(key=lambda c: list(colours).index(c) if c in colours else len(colours))
     left, top, height = 40.0, 18.0, 140.0
@@ -149,7 +161,7 @@ def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str
     width = max(left + step * len(windows) + 10,
                 left + sum(text_width(c, 11) + 30 for c in causes))
     svg = [svg_open("root-causes", width, top + height + 52,
-                    f"root causes of the failed traces per {size}", id=f"root-causes-{size}")]
+                    f"root causes of the failed {what} per {size}", id=f"root-causes-{size}")]
     for f in (0, 0.5, 1):
         y = top + height * (1 - f)
         svg.append(Html('<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>'
@@ -158,7 +170,7 @@ def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str
     label_every = max(1, round(len(windows) / 8))
     for i, w in enumerate(windows):
         x = left + step * i + (step - bar) / 2
-        label = window_label(w["start"], size, short=True)
+        label = labels[i] if labels else window_label(w["start"], size, short=True)
         rc = w["root_causes"]
         y = top + height
         for cause, s in rc["shares"].items():
@@ -166,7 +178,7 @@ def root_cause_chart(windows: list[dict[str, Any]], size: str, colours: dict[str
             if h <= 0:
                 continue
             y -= h
-            tip = (f"{label}: {cause} {percent(s['share'])} of {rc['failed']} failed traces "
+            tip = (f"{label}: {cause} {percent(s['share'])} of {rc['failed']} failed {what} "
                    f"({s['count']}; 95% CI {pct_ci(s['ci95'])})")
             svg.append(Html('<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" '
                             'fill="{}" data-cause="{}"><title>{}</title></rect>').format(
