@@ -216,7 +216,9 @@ def test_once_stores_every_trace_once_and_a_second_once_adds_nothing(shop_store)
     made, (first, second, before) = shop_store
     assert before["traces"] == 60  # 45 questions, then 15 with the generator fault
     assert counts(made.target) == before
-    assert "0 traces stored" in second.err and "60 already stored" in second.err
+    # the files were read whole: unchanged, they are not read again
+    assert "0 traces stored" in second.err
+    assert "2 file(s) unchanged since read whole, skipped" in second.err
     if "report written" in second.err:  # monitor report is installed: --out writes it
         assert (made.folder / "report" / "report.json").is_file()
     with made.connect(read_only=True) as con:
@@ -357,7 +359,7 @@ def test_a_batch_is_stored_whole_or_not_at_all(tmp_path, monitor_store):
         assert con.execute("SELECT count(*) FROM queue").fetchone()[0] == 10
     again = run.run_pass()
     run.close()
-    assert (again.known, again.stored, again.evaluated) == (15, 0, 10)
+    assert (again.unchanged_files, again.stored, again.evaluated) == (1, 0, 10)
     assert counts(monitor.store_path)["traces"] == 15
 
 
@@ -515,7 +517,9 @@ def test_sigkill_mid_batch_then_restart_loses_and_duplicates_nothing(tmp_path):
         assert con.execute("SELECT count(DISTINCT trace_id) FROM metrics").fetchone()[0] == 5
     resumed = run_cli("monitor", killed / "monitor.yaml", "--once", separate=True)
     assert resumed.code == 0, resumed
-    assert "15 already stored" in resumed.err and "10 evaluated" in resumed.err
+    # intake had read the file whole before the kill: it is not read again
+    assert "1 file(s) unchanged since read whole, skipped" in resumed.err
+    assert "10 evaluated" in resumed.err
     assert run_cli("monitor", whole / "monitor.yaml", "--once", separate=True).code == 0
     assert counts(killed / "store.duckdb") == counts(whole / "store.duckdb") == {
         "traces": 15, "metrics": counts(whole / "store.duckdb")["metrics"],
@@ -549,10 +553,15 @@ def test_retention_deletes_old_traces_and_intake_skips_them_for_good(tmp_path, m
     run = MonitorRun(load_monitor(monitor_file(tmp_path, rate=1.0, extra=fast, retention=days,
                                                store=monitor_store)))
     try:
-        first = run.run_pass()
-        assert (first.expired, first.stored, first.too_old) == (old, 0, old)
+        first = run.run_pass()  # the files were read whole before: not read at all
+        assert (first.expired, first.stored, first.too_old, first.unchanged_files) == (
+            old, 0, 0, 2)
+        with monitor_store.connect() as con:  # as if they had changed: read again
+            con.execute("DELETE FROM source_files")
         second = run.run_pass()
         assert (second.expired, second.stored, second.too_old) == (0, 0, old)
+        third = run.run_pass()
+        assert (third.stored, third.too_old, third.unchanged_files) == (0, 0, 2)
     finally:
         run.close()
     with monitor_store.connect(read_only=True) as con:
@@ -563,6 +572,35 @@ def test_retention_deletes_old_traces_and_intake_skips_them_for_good(tmp_path, m
                                "trace_id NOT IN (SELECT trace_id FROM traces)"
                                ).fetchone()[0] == 0
     assert second.feedback.too_old == old_feedback and second.feedback.stored == 0
+
+
+def test_a_file_read_whole_is_not_read_again_until_it_changes(tmp_path, monitor_store):
+    """A service runs for months over a receiver's growing folder: a file every trace of
+    which is decided is not read again while its size and modification time stay the same
+    (the store's `source_files`); a file that changed is read again, its new traces taken."""
+    import shutil
+
+    folder = tmp_path / "received"
+    folder.mkdir()
+    shutil.copy(TRAFFIC / "spans-0001.jsonl", folder / "spans-0001.jsonl")
+    path = monitor_file(tmp_path, sources=[folder], rate=1.0, store=monitor_store,
+                        extra="evaluators: {generator: [answer_present]}")
+    run = MonitorRun(load_monitor(path))
+    try:
+        first = run.run_pass()
+        assert (first.stored, first.unchanged_files, first.files) == (45, 0, 1)
+        second = run.run_pass()
+        assert (second.seen, second.stored, second.unchanged_files, second.files) == (
+            0, 0, 1, 0)
+        with (folder / "spans-0001.jsonl").open("ab") as out:  # the file grows
+            out.write(FAULTY.read_bytes())
+        third = run.run_pass()
+        assert (third.stored, third.known, third.unchanged_files) == (15, 45, 0)
+        assert run.run_pass().unchanged_files == 1
+    finally:
+        run.close()
+    with monitor_store.connect(read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM traces").fetchone()[0] == 60
 
 
 def test_without_once_it_keeps_going_until_sigterm_and_picks_up_new_files(tmp_path,
@@ -596,5 +634,6 @@ def test_without_once_it_keeps_going_until_sigterm_and_picks_up_new_files(tmp_pa
             proc.kill()
     text = "".join(lines) + (rest or "")
     assert proc.returncode == 0, text
-    assert "pass done: 15 traces stored" in text and "45 already stored" in text, text
+    assert "pass done: 15 traces stored" in text, text
+    assert "1 file(s) unchanged since read whole, skipped" in text, text  # the first file
     assert counts(monitor_store.target)["traces"] == 60

@@ -95,6 +95,8 @@ class Pass:
     the next pass and read again)."""
     held_back: int = 0
     """Left in the sources, not mapped: the queue was full (back-pressure)."""
+    pending_files: set[Path] = field(default_factory=set)
+    """Files holding spans of a pending trace (not done: read again next pass)."""
     stats: GroupStats = field(default_factory=GroupStats)
 
 
@@ -139,13 +141,15 @@ def _scalars(attributes: Mapping[str, Any]) -> dict[str, Any]:
 def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] | None = None,
               *, summary: Pass | None = None,
               older_than: datetime | None = None,
-              hold: Callable[[], bool] | None = None) -> Iterator[Incoming]:
+              hold: Callable[[], bool] | None = None,
+              files: list[Path] | None = None) -> Iterator[Incoming]:
     """Every trace of the sources whose id is not in ``known``, mapped, in the order the
     sources hold them; ``summary`` counts what was seen, skipped and left pending. A trace
     that started before ``older_than`` (naive UTC: the retention's cut-off) is skipped; while
-    ``hold()`` is true (the queue is full) new traces are counted and left, unmapped."""
+    ``hold()`` is true (the queue is full) new traces are counted and left, unmapped.
+    ``files``: read only these (default: every file of the sources)."""
     summary = summary if summary is not None else Pass()
-    files = source_files(monitor)
+    files = source_files(monitor) if files is None else files
     summary.files = files
     growing = {p.resolve() for source in monitor.sources if monitor.growing(source)
                for p in files_of(monitor, source)}
@@ -161,6 +165,8 @@ def read_pass(monitor: Monitor, known: set[str], step_models: Mapping[str, Any] 
         source = (group[0].source or "").split(", ")[0]  # "FILE, line N": the file
         if not roots and Path(source).resolve() in growing:
             summary.pending += 1
+            summary.pending_files |= {Path((s.source or "").split(", ")[0]).resolve()
+                                      for s in group}
             continue
         root = roots[0] if roots else group[0]
         starts = [s.start_ns for s in group if s.start_ns]

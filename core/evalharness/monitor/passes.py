@@ -35,6 +35,7 @@ from evalharness.monitor.intake import (
     Sampler,
     attributes_json,
     read_pass,
+    source_files,
     thumbs_for,
     thumbs_of,
 )
@@ -90,6 +91,9 @@ class PassSummary:
     """Why evaluation stopped early: the day's judge budget is spent."""
     budget: dict[str, Any] | None = None
     """The day's judge budget after the pass (``budget:`` set)."""
+    unchanged_files: int = 0
+    """Source files not read: every trace of them was decided before, and they are
+    unchanged since."""
     intake_batches: int = 0
 
     def line(self) -> str:
@@ -101,6 +105,8 @@ class PassSummary:
                 f"{self.pending} pending"
                 + (f", {self.too_old} older than retention (skipped)" if self.too_old else "")
                 + (f", {self.held_back} held back (queue full)" if self.held_back else "")
+                + (f"; {self.unchanged_files} file(s) unchanged since read whole, skipped"
+                   if self.unchanged_files else "")
                 + (f", {self.left_by_budget} left out by the judge's budget"
                    if self.left_by_budget else "")
                 + (f"; root causes: {causes}" if causes else "")
@@ -184,14 +190,28 @@ class MonitorRun:
             salt = store.user_salt(con) if spec.redact.user_ids == "hash" else ""
             budget = Budget.read(con, spec.budget, _now()) if spec.budget.enabled else None
             room = [spec.queue.max - store.queue_size(con)]  # the queue's room left
+            done = store.done_files(con)
+            wanted = store.sources_of(con, again)  # a left-out trace now to evaluate
+        files, stats = [], {}
+        for path in source_files(monitor):
+            try:
+                stat = path.stat()
+            except OSError:  # removed meanwhile: the next pass sees
+                continue
+            stats[path] = (int(stat.st_size), int(stat.st_mtime_ns))
+            if done.get(str(path)) != stats[path] or str(path) in wanted:
+                files.append(path)
+        summary.unchanged_files = len(stats) - len(files)
         sampler = Sampler(spec.sampling, counts,
                           factor=budget.factor if budget is not None else None)
         found = Pass()
         batch: list[tuple[Incoming, bool, str]] = []
         decided = 0
+        whole = True  # every trace of the files read was decided
         for incoming in read_pass(monitor, known - again, self.step_models, summary=found,
-                                  older_than=cutoff, hold=lambda: room[0] <= 0):
+                                  older_than=cutoff, hold=lambda: room[0] <= 0, files=files):
             if limit is not None and decided >= limit:
+                whole = False
                 break
             decided += 1
             if incoming.error is not None:
@@ -214,6 +234,12 @@ class MonitorRun:
                     break
         if batch and not summary.stopped:
             self._queue(batch, again, salt, summary)
+        if whole and not summary.stopped and not found.held_back:
+            finished = [(str(p), *stats[p]) for p in files
+                        if p in stats and p not in found.pending_files]
+            if finished:
+                with store.connect(monitor.store_path) as con:
+                    store.mark_files_done(con, finished, _now())
         summary.seen, summary.known, summary.pending = found.seen, found.known, found.pending
         summary.too_old, summary.held_back = found.too_old, found.held_back
         summary.files = len(found.files)

@@ -41,17 +41,19 @@ UNATTRIBUTED = "unattributed"
 """A failed trace whose root cause is NULL (no component on its path failed its verdict
 although the trace failed, or a verdict was undecided)."""
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: traces, metrics, verdicts, feedback, meta. 2: and ``alarms``. 3: and ``queue`` (sampled
 traces waiting for evaluation), ``outbox`` (alerts to deliver), and the traces'
-``evaluated_at``, ``judge_requests`` and ``judge_cost`` (the judge budget). An older store is
-upgraded when a monitor, a report or the feedback endpoint opens it to write."""
+``evaluated_at``, ``judge_requests`` and ``judge_cost`` (the judge budget). 4: and
+``source_files`` (files every trace of which is decided: not read again while unchanged). An
+older store is upgraded when a monitor, a report or the feedback endpoint opens it to write."""
 
 UPGRADES = {
     1: [],  # version 2 only added `alarms` (CREATE TABLE IF NOT EXISTS)
     2: ["ALTER TABLE traces ADD COLUMN IF NOT EXISTS evaluated_at TIMESTAMP",
         "ALTER TABLE traces ADD COLUMN IF NOT EXISTS judge_requests BIGINT",
         "ALTER TABLE traces ADD COLUMN IF NOT EXISTS judge_cost DOUBLE"],
+    3: [],  # version 4 only added `source_files` (CREATE TABLE IF NOT EXISTS)
 }
 """The statements that take a store of version N to N + 1 (after the DDL created the tables
 it lacked)."""
@@ -149,6 +151,14 @@ CREATE TABLE IF NOT EXISTS alarms (
     closed_at TIMESTAMP,           -- the check that found it resolved; NULL while it fires
     message TEXT,                  -- the last finding, one line
     details JSON                   -- the last finding's test: windows, effect, CI, p, q
+);
+-- source files every trace of which the monitor has decided (version 4): a pass does not
+-- read one again while its size and modification time are unchanged
+CREATE TABLE IF NOT EXISTS source_files (
+    path TEXT PRIMARY KEY,         -- the file, resolved
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    done_at TIMESTAMP NOT NULL     -- the pass that found every trace of it decided
 );
 -- alerts to deliver (version 3): one row per alert and sender, written in the transaction
 -- that records the alarm, marked sent once the sender took it (at least once)
@@ -727,3 +737,35 @@ def judge_per_trace(con: Any, last: int = 200) -> tuple[float, float] | None:
     if not row or not row[0]:
         return None
     return float(row[1] or 0.0), float(row[2] or 0.0)
+
+
+# --- source files already read whole (version 4) ------------------------------------------
+
+
+def done_files(con: Any) -> dict[str, tuple[int, int]]:
+    """Path -> ``(size, mtime_ns)`` of every source file whose traces were all decided."""
+    return {path: (int(size), int(mtime)) for path, size, mtime in con.execute(
+        "SELECT path, size, mtime_ns FROM source_files").fetchall()}
+
+
+def mark_files_done(con: Any, files: Sequence[tuple[str, int, int]], now: Any) -> None:
+    """Record ``(path, size, mtime_ns)`` of files every trace of which is now decided."""
+    for path, size, mtime in files:
+        con.execute("INSERT INTO source_files VALUES (?, ?, ?, ?) ON CONFLICT (path) DO UPDATE "
+                    "SET size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                    "done_at = excluded.done_at", [path, size, mtime, now])
+
+
+def sources_of(con: Any, ids: set[str]) -> set[str]:
+    """The files the given traces were read from (``traces.source``)."""
+    if not ids:
+        return set()
+    listed = sorted(ids)
+    out: set[str] = set()
+    for start in range(0, len(listed), 500):
+        part = listed[start:start + 500]
+        marks = ", ".join("?" for _ in part)
+        out |= {row[0] for row in con.execute(
+            f"SELECT DISTINCT source FROM traces WHERE trace_id IN ({marks})", part).fetchall()
+            if row[0]}
+    return out
