@@ -125,6 +125,20 @@ def test_the_store_is_a_path_or_a_postgresql_url_and_schema(tmp_path, store, fie
     assert f"{path}, line 3, field `{field}`: {message}" in result.err
 
 
+def test_an_error_about_a_store_url_never_shows_its_password(tmp_path):
+    """A bad `store:` repeats the value it got — without the URL's password (it would land in
+    CI logs): the password is masked as the store is shown everywhere else."""
+    path = write(tmp_path / "m.yaml", f"""
+        scenario: "{SCENARIO}"
+        sources: ["{TRAFFIC}"]
+        store: {{url: "postgresql://monitor:hunter2@db.internal:5432/evals", path: x.duckdb}}
+        """)
+    result = run_cli("monitor", path, "--once")
+    assert result.code == 2, result
+    assert "hunter2" not in result.err
+    assert "postgresql://monitor:***@db.internal:5432/evals" in result.err
+
+
 def test_a_postgresql_store_is_its_url_and_schema(tmp_path):
     from evalharness.monitor.config import read_monitor_file
     from evalharness.monitor.store import PostgresTarget

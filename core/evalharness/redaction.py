@@ -23,8 +23,12 @@ PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+"), rf"\1 {MASK}"),
     (re.compile(r"(?i)\b((?:x-)?api[ _-]?key|access[_-]?token|secret|password)"
                 r"(\"?\s*[:=]\s*[\"']?)[^\s\"',;}&]+"), rf"\1\2{MASK}"),
+    # the password of a URL's user (postgresql://user:password@host/db)
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^\s:/@'\"]*):[^\s@/'\"]+@", re.IGNORECASE),
+     rf"\1:{MASK}@"),
 ]
-"""Secret-shaped text: an OpenAI-style key, a bearer token, ``api_key=...`` and the like."""
+"""Secret-shaped text: an OpenAI-style key, a bearer token, ``api_key=...``, a URL's password
+and the like."""
 
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
@@ -47,6 +51,8 @@ def redact(text: str) -> str:
     'sent header Authorization: Bearer ***'
     >>> redact('{"api_key": "hunter2-long", "model": "m"} password=letmein')
     '{"api_key": "***", "model": "m"} password=***'
+    >>> redact("got 'postgresql://monitor:hunter2@db:5432/evals' (postgresql://u@db/x)")
+    "got 'postgresql://monitor:***@db:5432/evals' (postgresql://u@db/x)"
     >>> redact("The coat costs 129 euros; ask-me-anything is a skill.")
     'The coat costs 129 euros; ask-me-anything is a skill.'
     """

@@ -36,6 +36,7 @@ from evalharness.locate import (
     yaml_problem,
 )
 from evalharness.monitor.timespans import FORMS, parse_span
+from evalharness.redaction import redact
 from evalharness.scenario import Scenario, TracesSpec, load_scenario
 from evalharness.spans.mapping import MappingSpec, mapping_spec
 from evalharness.spans.paths import is_glob
@@ -332,9 +333,12 @@ class Monitor:
 
 
 def _error(path: Path, lines: dict, loc: tuple, message: str) -> ScenarioError:
+    """The error of a field; a value repeated in it is redacted (a store URL's password
+    would otherwise land in CI logs)."""
     line = line_of(loc, lines)
     return ScenarioError(f"{path}" + (f", line {line}" if line else "")
-                         + (f", field `{format_path(loc)}`" if loc else "") + f": {message}")
+                         + (f", field `{format_path(loc)}`" if loc else "")
+                         + f": {redact(message)}")
 
 
 def _hint(loc: tuple, message: str, value: Any) -> str:
