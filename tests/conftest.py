@@ -410,3 +410,51 @@ def monitor_store(store_backend: StoreBackend, tmp_path: Path):
         with psycopg.connect(store_backend.dsn, autocommit=True) as con:
             con.execute(f"DROP SCHEMA IF EXISTS {made.target.schema} CASCADE")
         store_backend.schemas.remove(made.target.schema)
+
+
+# --- a headless browser for the pages' browser tests -------------------------------------------
+
+
+def browser_program(program: str, package: str, what: str) -> str:
+    """Where ``program`` is; skipped without it — except under CI (``$CI`` set), where it
+    fails: .ci/run installs Debian's ``chromium`` and ``chromium-driver``."""
+    import shutil
+
+    found = shutil.which(program) or (
+        f"/usr/bin/{program}" if Path(f"/usr/bin/{program}").exists() else None)
+    if found is None:
+        message = f"{program} is not installed (Debian: apt-get install {package}); {what}"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message} — CI must install it (.ci/run does)")
+        pytest.skip(message)
+    return found
+
+
+def headless_chromium(what: str):
+    """A context manager: headless Chromium through WebDriver, offline (Selenium Manager
+    never fetches a driver), quit on exit. ``what`` says which test needs it, for the skip."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def started():
+        chromium = browser_program("chromium", "chromium", what)
+        chromedriver = browser_program("chromedriver", "chromium-driver", what)
+        from selenium import webdriver
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = chromium
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                    "--window-size=1280,1600", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--no-first-run"):
+            options.add_argument(arg)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SE_OFFLINE", "1")  # never let Selenium Manager fetch a driver
+            drv = webdriver.Chrome(options=options, service=webdriver.ChromeService(
+                executable_path=chromedriver))
+        drv.set_page_load_timeout(30)
+        try:
+            yield drv
+        finally:
+            drv.quit()
+
+    return started()

@@ -10,14 +10,13 @@ skipped, except under CI (``$CI`` set), where it fails — as tests/test_review_
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, headless_chromium, run_cli
 from evalharness.history import Group, History, MetricSeries, RunEntry, Step
 
 NIGHTS = ["clean", "clean", "generator", "generator", "clean", "text2sql", "clean", "clean"]
@@ -210,40 +209,11 @@ def test_the_page_is_well_formed_and_escapes_what_runs_name(nights, tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-def needed(program: str, package: str) -> str:
-    found = shutil.which(program) or (
-        f"/usr/bin/{program}" if Path(f"/usr/bin/{program}").exists() else None)
-    if found is None:
-        message = (f"{program} is not installed (Debian: apt-get install {package}); the "
-                   "history page's browser test needs it")
-        if os.environ.get("CI"):
-            pytest.fail(f"{message} — CI must install it (.ci/run does)")
-        pytest.skip(message)
-    return found
-
-
 @pytest.fixture(scope="module")
 def driver():
     """One headless Chromium for the module's browser test."""
-    chromium = needed("chromium", "chromium")
-    chromedriver = needed("chromedriver", "chromium-driver")
-    from selenium import webdriver
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"):
-        options.add_argument(arg)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SE_OFFLINE", "1")  # never let Selenium Manager fetch a driver
-        drv = webdriver.Chrome(options=options,
-                               service=webdriver.ChromeService(executable_path=chromedriver))
-    drv.set_page_load_timeout(30)
-    try:
+    with headless_chromium("the history page's browser test needs it") as drv:
         yield drv
-    finally:
-        drv.quit()
 
 
 def test_the_page_shows_the_charts_and_the_marked_runs(together, driver):

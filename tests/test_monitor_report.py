@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 pytest.importorskip("duckdb")
 
-from conftest import MonitorStore  # noqa: E402
+from conftest import MonitorStore, headless_chromium  # noqa: E402
 from evalharness.monitor import report as R  # noqa: E402
 from evalharness.monitor.report_render import render_html  # noqa: E402
 from evalharness.monitor.store import connect, dialect  # noqa: E402
@@ -457,37 +457,16 @@ def test_render_is_pure_over_the_view(written):
 
 
 def test_page_in_a_browser(written, store_backend):
-    import os
-    import shutil
-
     if store_backend.name != "duckdb":
         pytest.skip("the page renders the same view on both backends "
                     "(test_the_postgresql_store_gives_the_same_report)")
 
-    webdriver = pytest.importorskip("selenium.webdriver")
+    pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    found = {p: shutil.which(p) or (f"/usr/bin/{p}" if Path(f"/usr/bin/{p}").exists() else None)
-             for p in ("chromium", "chromedriver")}
-    if None in found.values():
-        message = "chromium and chromium-driver are needed for the monitor page's browser test"
-        if os.environ.get("CI"):
-            pytest.fail(message + " — CI must install them (.ci/run does)")
-        pytest.skip(message)
     view, out = written
-    options = webdriver.ChromeOptions()
-    options.binary_location = found["chromium"]
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"):
-        options.add_argument(arg)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SE_OFFLINE", "1")  # never let Selenium Manager fetch a driver
-        drv = webdriver.Chrome(options=options, service=webdriver.ChromeService(
-            executable_path=found["chromedriver"]))
-    try:
-        drv.set_page_load_timeout(30)
+    with headless_chromium("the monitor page's browser test needs it") as drv:
         drv.get((out / "report.html").as_uri())
         # every section is there, the charts drew, nothing failed or was blocked by the CSP
         for section in ("overview", "traffic", "components", "windows", "feedback", "traces"):
@@ -511,8 +490,6 @@ def test_page_in_a_browser(written, store_backend):
         # case text stays text
         assert drv.execute_script("return document.querySelectorAll('main script').length") == 0
         assert drv.find_element(By.ID, "console-errors").get_attribute("textContent") == ""
-    finally:
-        drv.quit()
 
 
 def test_unknown_key_in_the_monitor_file_is_an_input_error(tmp_path):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import shutil
 import socket
@@ -26,12 +25,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+from conftest import headless_chromium
 from evalharness.review import labels as L
 from evalharness.review.pairwise import preferences
 from evalharness.review.server import App, Pairing, make_server, new_token
@@ -52,38 +51,11 @@ STATE = """return Array.from(document.querySelectorAll('div.target')).map(t => (
 # --------------------------------------------------------------------------------------------
 
 
-def needed(program: str, package: str) -> str:
-    found = shutil.which(program) or (
-        f"/usr/bin/{program}" if Path(f"/usr/bin/{program}").exists() else None)
-    if found is None:
-        message = (f"{program} is not installed (Debian: apt-get install {package}); the "
-                   "review page's browser tests need it")
-        if os.environ.get("CI"):
-            pytest.fail(f"{message} — CI must install it (.ci/run does)")
-        pytest.skip(message)
-    return found
-
-
 @pytest.fixture(scope="module")
 def driver():
     """One headless Chromium for the module's browser tests."""
-    chromium = needed("chromium", "chromium")
-    chromedriver = needed("chromedriver", "chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"):
-        options.add_argument(arg)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SE_OFFLINE", "1")  # never let Selenium Manager fetch a driver
-        drv = webdriver.Chrome(options=options,
-                               service=webdriver.ChromeService(executable_path=chromedriver))
-    drv.set_page_load_timeout(30)
-    try:
+    with headless_chromium("the review page's browser tests need it") as drv:
         yield drv
-    finally:
-        drv.quit()
 
 
 @pytest.fixture
