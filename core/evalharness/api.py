@@ -37,7 +37,7 @@ from evalharness.runfolder import RunFolder as RunFolder
 from evalharness.runfolder import load_run as load_run
 from evalharness.runner import RESULTS, Progress, run
 from evalharness.sampling import Chosen, Selection, select
-from evalharness.scenario import Scenario, load_scenario
+from evalharness.scenario import Scenario, load_scenario, with_repeat
 
 T = TypeVar("T")
 
@@ -108,10 +108,12 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
             judge_concurrency: int | None = None, cache: Cache = "on", headroom: bool = True,
             selection: Selection | None = None, junit_xml: str | Path | None = None,
             progress: Progress | None = None, executor: str = "local",
-            address: str | None = None) -> Executed:
+            address: str | None = None, repeat: int | None = None,
+            repeat_judge: str | None = None) -> Executed:
     """Run a scenario into ``out`` and write its reports (see :func:`run_scenario`)."""
     loaded = load(scenario, plugins=plugins, judge=judge,
                   judge_concurrency=judge_concurrency, cache=cache)
+    loaded = with_repeat(loaded, repeat, repeat_judge)
     where = make_executor(loaded, executor, address)
     loaded, chosen = choose(loaded, selection or Selection())
     # a gold route the pipeline does not have would score a silent 0: refused before the run
@@ -144,7 +146,8 @@ def execute(scenario: str | Path | Scenario, *, out: str | Path | None = None,
                 if where is not None:
                     where.close()
             if outcome.interrupted:
-                raise RunInterrupted(out_dir, len(outcome.results), len(loaded.cases))
+                raise RunInterrupted(out_dir, len(outcome.results),
+                                     len(loaded.cases) * loaded.repeats)
             report = build_report(loaded, outcome)
             paths = write_reports(report, out_dir, outcome.results)
             paths.update(write_ci_outputs(report, outcome.results, out_dir, junit_xml))
@@ -183,7 +186,8 @@ def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = No
                  rerun_failed: str | Path | None = None, ids: Sequence[str] | None = None,
                  junit_xml: str | Path | None = None,
                  progress: Progress | None = None, executor: str = "local",
-                 address: str | None = None) -> Report:
+                 address: str | None = None, repeat: int | None = None,
+                 repeat_judge: str | None = None) -> Report:
     """Run the scenario (a path, or a loaded :class:`Scenario`) and write results.jsonl,
     report.json, report.md and report.html into ``out`` (default
     ``runs/<name>-<timestamp>``); return the report.
@@ -191,7 +195,9 @@ def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = No
     The options are the command line's: ``concurrency`` (system calls at once), ``plugins``
     (local plugin files), ``judge`` (backend), ``judge_concurrency``, ``cache`` (``"off"``,
     ``"refresh"``), ``headroom`` (oracle reruns of failed cases), ``resume`` (continue the run
-    in ``out``), ``junit_xml`` (also write a JUnit file), ``executor`` (``"ray"``: spread the
+    in ``out``), ``junit_xml`` (also write a JUnit file), ``repeat`` (run each case N times;
+    ``repeat_judge``: ``"fresh"`` to ask the judge anew each time; docs/repeat.md),
+    ``executor`` (``"ray"``: spread the
     cases over a Ray cluster at ``address``; docs/scale.md). Which cases run: ``limit`` (the
     first N), ``sample`` + ``seed`` (stratified by gold route), ``filters`` (``--filter``
     terms, all must hold), ``rerun_failed`` (a run folder: its failed cases), ``ids``.
@@ -211,7 +217,7 @@ def run_scenario(scenario: str | Path | Scenario, *, out: str | Path | None = No
                    plugins=plugins, judge=judge, judge_concurrency=judge_concurrency,
                    cache=cache, headroom=headroom, selection=selection,
                    junit_xml=junit_xml, progress=progress, executor=executor,
-                   address=address).report
+                   address=address, repeat=repeat, repeat_judge=repeat_judge).report
 
 
 def default_out(scenario: Scenario) -> Path:

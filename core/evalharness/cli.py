@@ -168,6 +168,13 @@ class BarProgress(Progress):
               help="Ask the judge again and overwrite what the cache holds.")
 @click.option("--no-headroom", is_flag=True,
               help="Skip the oracle reruns of failed cases (headroom per component).")
+@click.option("--repeat", type=click.IntRange(1, 1000), metavar="N",
+              help="Run each case N times: values reduced per case with their spread, "
+                   "intervals over cases, flaky cases listed (overrides `repeat:`; "
+                   "docs/repeat.md).")
+@click.option("--repeat-judge", type=click.Choice(["cached", "fresh"]),
+              help="cached (default): an answer judged before is not judged again; fresh: "
+                   "every repeat asks the judge anew, to measure its variance too.")
 @click.option("--executor", default="local", show_default=True, metavar="NAME",
               help="Where the cases run: local (this process) or ray (a Ray cluster; "
                    "pip install 'evalharness[ray]'), or an executor a plugin registers.")
@@ -180,7 +187,8 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
              rerun_failed: Path | None, junit_xml: Path | None,
              plugins: tuple[str, ...], judge_backend: str | None,
              judge_concurrency: int | None, no_cache: bool, refresh_cache: bool,
-             no_headroom: bool, executor: str, address: str | None, quiet: bool) -> None:
+             no_headroom: bool, repeat: int | None, repeat_judge: str | None, executor: str,
+             address: str | None, quiet: bool) -> None:
     """Run the scenario in PATH and write results.jsonl, report.json, report.md and
     report.html.
 
@@ -206,6 +214,7 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
       evalharness scenario scenarios/shop.yaml --out run/ --junit-xml run/junit.xml -q
       evalharness scenario scenarios/shop.yaml --out run/ --plugin ./my_checks.py
       evalharness scenario scenarios/shop.yaml --out run/ --resume
+      evalharness scenario scenarios/shop.yaml --repeat 5    each case 5 times: flaky cases
       evalharness scenario scenarios/shop.yaml --out run/ --executor ray --address auto
     """
     from evalharness.api import RunInterrupted, execute
@@ -225,7 +234,8 @@ def scenario(path: Path, out_dir: Path | None, concurrency: int | None, resume: 
                        judge_concurrency=judge_concurrency,
                        cache="off" if no_cache else "refresh" if refresh_cache else "on",
                        headroom=not no_headroom, selection=selection, junit_xml=junit_xml,
-                       progress=progress, executor=executor, address=address)
+                       progress=progress, executor=executor, address=address,
+                       repeat=repeat, repeat_judge=repeat_judge)
     except RunInterrupted as exc:
         if not exc.began:
             click.echo(f"{exc}: run the same command again", err=True)

@@ -134,6 +134,11 @@ class Metric(BaseModel):
     automatically, with default settings, to every component of its kind that does not list
     it, when some case matches."""
 
+    reducer: Literal["mean", "median", "min", "max"] = "mean"
+    """How a case's values over the repeats of a run with ``--repeat N`` become its one value
+    (docs/repeat.md): ``mean`` (the default), ``median``, ``min`` (a pass needs every repeat,
+    like pass^k), ``max`` (any repeat will do, like pass@k)."""
+
     question: str | None = None
     """The yes/no question a reviewer answers about the metric's value on one case; ``None``:
     ``Is METRIC right here (did the component do its job)?``."""

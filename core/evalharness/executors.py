@@ -89,13 +89,29 @@ class _State:
     by_id: dict[str, Case]
     criteria: Any = None
     warned: set[str] = dataclasses.field(default_factory=set)
+    takes_repeat: bool = False
+    """Whether the system declares a ``repeat`` parameter (docs/repeat.md)."""
 
     @classmethod
     def of(cls, scenario: Any, func: Any, context: Any) -> _State:
+        from evalharness.prepare import REPEAT, takes_keyword
         from evalharness.verdicts import criteria_for
 
         return cls(scenario, func, context, {c.id: c for c in scenario.cases},
-                   criteria_for(scenario))
+                   criteria_for(scenario), takes_repeat=takes_keyword(func, REPEAT))
+
+    def options(self, work: Work) -> dict[str, Any]:
+        """The keyword arguments the system is called with for ``work``: the scenario's
+        ``system.options``, an oracle rerun's ``overrides``, and the repeat when the system
+        takes it."""
+        from evalharness.prepare import PARAMETER, REPEAT
+
+        options = self.scenario.system.options
+        if work.oracle:
+            options = {**options, PARAMETER: work.overrides}
+        if work.repeat is not None and self.takes_repeat:
+            options = {**options, REPEAT: work.repeat}
+        return options
 
 
 _ATTACHED: dict[str, _State] = {}
@@ -134,6 +150,10 @@ def _load(spec: WorkerSpec):
     else:
         scenario = load_scenario(spec.path, extra_plugins=list(spec.plugins),
                                  judge_overrides={k: getattr(judge, k) for k in spec.judge})
+    if spec.repeat is not None:  # the driver's --repeat
+        from evalharness.scenario import with_repeat
+
+        scenario = with_repeat(scenario, *spec.repeat)
     if _digests(scenario) != spec.inputs:
         raise RunError(f"{spec.path}: this worker sees other inputs than the driver "
                        "(the scenario, its data or the system's code differ on this "
@@ -180,8 +200,6 @@ def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) 
     executor's guarantees hold inside it (the system under its time limit, in abandonable
     threads; ``sys.exit()`` a case's error). ``judge``: the run's :class:`JudgeService` (a
     Ray actor) when the workers share one judge."""
-    from evalharness.prepare import PARAMETER
-
     state = _state(spec, judge)
     items = [w if isinstance(w, Work) else Work(w) for w in group]
     if any(w.trace is not None for w in items):  # a monitor's queued traces
@@ -190,8 +208,7 @@ def run_group(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) 
     if state.func is None:
         traces = [recorded(state, case) for case in cases]
     else:
-        options = state.scenario.system.options
-        calls = [(n, case, {**options, PARAMETER: w.overrides} if w.oracle else options)
+        calls = [(n, case, state.options(w))
                  for n, (w, case) in enumerate(zip(items, cases, strict=True))]
         traces = asyncio.run(_answer(state, calls, spec.concurrency))
     results = results_of(state, items, cases, traces, warned=set())
@@ -239,15 +256,34 @@ def results_of(state: _State, items: Sequence[Work], cases: Sequence[Case],
     run) — the one place a run's results get them — and how recorded spans were mapped,
     where it was not plain."""
     from evalharness import verdicts
+    from evalharness.judge.base import SALT
     from evalharness.scoring import evaluate_batch
 
     only = state.criteria.needed() if any(w.oracle for w in items) else None
-    results = evaluate_batch(state.scenario, state.context,
-                             list(zip(cases, traces, strict=True)), warned=warned, only=only)
-    verdicts.apply(None, results, state.criteria)
-    for result in results:
+    repeat = state.scenario.spec.repeat
+    fresh = repeat is not None and repeat.judge == "fresh"
+    pairs = list(zip(cases, traces, strict=True))
+    # a fresh judge per repeat: each repeat's judgments evaluated under its own cache salt
+    parts = ([[i for i, w in enumerate(items) if w.repeat == r]
+              for r in dict.fromkeys(w.repeat for w in items)] if fresh
+             else [list(range(len(items)))])
+    results: list[CaseResult | None] = [None] * len(items)
+    for part in parts:
+        salt = f"repeat {items[part[0]].repeat}" if fresh else None
+        token = SALT.set(salt)
+        try:
+            done = evaluate_batch(state.scenario, state.context, [pairs[i] for i in part],
+                                  warned=warned, only=only)
+        finally:
+            SALT.reset(token)
+        for i, result in zip(part, done, strict=True):
+            result.repeat = items[i].repeat
+            results[i] = result
+    finished: list[CaseResult] = results  # type: ignore[assignment]
+    verdicts.apply(None, finished, state.criteria)
+    for result in finished:
         result.warnings.extend(state.scenario.trace_notes.get(result.case.id, ()))
-    return results
+    return finished
 
 
 def packed(spec: WorkerSpec, group: Sequence[str | Work], judge: Any = None) -> bytes:
@@ -309,8 +345,9 @@ class JudgeService:
     def identity(self) -> dict[str, Any]:
         return {**self.judge.identity(), "cacheable": self.judge.cacheable}
 
-    async def run_many(self, task, inputs: list, rounds_after: int = 0) -> list[Judgment]:
-        return await self.judge.arun_many(task, inputs, rounds_after)
+    async def run_many(self, task, inputs: list, rounds_after: int = 0,
+                       salt: str | None = None) -> list[Judgment]:
+        return await self.judge.arun_many(task, inputs, rounds_after, salt=salt)
 
     async def embed_many(self, groups: list[list[str]]) -> list[Embeddings]:
         return await self.judge.aembed_many(groups)
@@ -355,14 +392,15 @@ class ClusterJudge(Judge):
     def label(self) -> str:
         return self._identity["label"]
 
-    async def arun_many(self, task, inputs, rounds_after: int = 0) -> list[Judgment]:
+    async def arun_many(self, task, inputs, rounds_after: int = 0,
+                        salt: str | None = None) -> list[Judgment]:
         inputs = list(inputs)
         try:
-            return await self._service.run_many.remote(task, inputs, rounds_after)
+            return await self._service.run_many.remote(task, inputs, rounds_after, salt)
         except Exception as exc:  # noqa: BLE001 - the judgments are errors, the group fails
             error = self.lost = self.lost or _service_error(exc)
             return [Judgment(task=task.id, rubric_version=task.version, backend=self.backend,
-                             model=self.model, key=self.key(task, i), error=error)
+                             model=self.model, key=self.key(task, i, salt), error=error)
                     for i in inputs]
 
     async def aembed_many(self, groups) -> list[Embeddings]:

@@ -36,7 +36,6 @@ from evalharness.executors import (
     recorded,
     results_of,
 )
-from evalharness.prepare import PARAMETER
 
 POLL_S = 0.05
 """How often ``stopped()`` is asked while work is under way."""
@@ -66,8 +65,7 @@ class LocalExecutor:
                 queue.put_nowait((n, case, recorded(state, case)))
             queue.put_nowait(END)
         else:
-            options = scenario.system.options
-            calls = [(n, case, {**options, PARAMETER: w.overrides} if w.oracle else options)
+            calls = [(n, case, state.options(w))
                      for n, (w, case) in enumerate(zip(items, cases, strict=True))]
             producer = asyncio.create_task(call_system(
                 state.func, calls, spec.concurrency, queue,

@@ -11,7 +11,15 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticSerializationError
 
 from evalharness.declarations import Metric
@@ -373,6 +381,10 @@ class CaseResult(_Model):
     schema_version: str = SCHEMA_VERSION
     """Format version of this record."""
 
+    repeat: int | None = Field(default=None, ge=1)
+    """Which repeat of the case this is (1, 2, …) in a run with ``--repeat N``
+    (docs/repeat.md); absent from the line (``None``) in a run without repeats."""
+
     case: Case
     """The case as evaluated."""
 
@@ -427,6 +439,19 @@ class CaseResult(_Model):
         the oracle reruns take those whose end-to-end verdict is ``fail`` (an error of
         measurement is nothing an oracle could fix)."""
         return self.outcome in ("fail", "error")
+
+    @model_serializer(mode="wrap")
+    def _without_repeat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a run without repeats writes the lines it always wrote: no "repeat": null
+        data = handler(self)
+        if data.get("repeat", 0) is None:
+            del data["repeat"]
+        return data
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        """What identifies the line in its run: the case id and the repeat."""
+        return (self.case.id, self.repeat)
 
     def judgment_records(self) -> list[dict[str, Any]]:
         """The judge's records stored with this case's metric values (each judgment and
@@ -535,6 +560,35 @@ class MetricSummary(_Model):
     """What the plugin declares about the metric (range, direction, unit, default verdict,
     review question, …; :class:`evalharness.Metric`): report.html, ``compare`` and the review
     page read it from here. ``null`` in reports written before evalharness 0.2."""
+
+    repeats: RepeatSpread | None = None
+    """In a run with ``--repeat N``: how the repeats were reduced and how much a case's value
+    moves between them (``mean``, ``n`` and ``ci95`` are then over the cases' reduced values,
+    docs/repeat.md); ``null`` without repeats."""
+
+
+class RepeatSpread(_Model):
+    """A metric's repeats: each case's values reduced to one, and their spread."""
+
+    reducer: str
+    """How a case's values were reduced to its one value (``mean``, ``median``, ``min``,
+    ``max``: what the metric declares, else ``mean``)."""
+
+    values: int
+    """Values computed over every repeat of every case."""
+
+    within_sd: float | None
+    """The typical standard deviation of a case's values between its repeats (the square root
+    of the mean within-case variance, over cases with two values or more): the run-to-run
+    noise of one case. ``null`` when no case has two values."""
+
+    varying: int
+    """Cases whose values are not all equal across their repeats."""
+
+    naive_ci95: list[float] | None = None
+    """The interval a bootstrap gives when every value counts as a case of its own (the
+    repeats taken as independent): too narrow, shown to say how much the repeats'
+    correlation widens ``ci95``."""
 
 
 class CostSummary(_Model):
@@ -715,6 +769,10 @@ class HeadroomRecord(_Model):
 
     case_id: str
     """The case."""
+
+    repeat: int | None = None
+    """The repeat of the case that failed and was rerun, in a run with ``--repeat N``; the
+    rerun is called with the same ``repeat``."""
 
     status: Literal["fixed", "still_fails", "no_oracle", "error"]
     """``fixed``: passes end to end with the oracle; ``still_fails``; ``no_oracle``: the case
@@ -939,6 +997,51 @@ class SystemErrorGroup(_Model):
     """That case's traceback (``trace.traceback``), if the system raised an exception."""
 
 
+class FlakyCase(_Model):
+    """A case whose verdict is not the same in every repeat."""
+
+    case: str
+    """The case id."""
+
+    component: str
+    """The component whose verdict flips, or ``end_to_end``."""
+
+    passed: int
+    """Repeats where it passed."""
+
+    failed: int
+    """Repeats where it failed."""
+
+    errors: int = 0
+    """Repeats where the verdict was an error."""
+
+
+class RepeatReport(_Model):
+    """What the repeats of a run show (docs/repeat.md)."""
+
+    n: int
+    """Repeats asked per case (``--repeat N``, the scenario's ``repeat:``)."""
+
+    judge: Literal["cached", "fresh"] = "cached"
+    """How the repeats met the judge cache: ``cached``, an answer judged before is not judged
+    again (the judge's own variance is not measured); ``fresh``, every repeat asks the judge
+    anew (its cache key holds the repeat)."""
+
+    cases: int
+    """Cases with at least one result."""
+
+    incomplete: int = 0
+    """Cases with fewer results than ``n`` (an interrupted run)."""
+
+    end_to_end: dict[str, int] = Field(default_factory=dict)
+    """Cases by how their end-to-end verdict came out over the repeats: ``always_pass``,
+    ``always_fail``, ``flaky``, ``undecided`` (no pass or fail in any repeat)."""
+
+    flaky: list[FlakyCase] = Field(default_factory=list)
+    """Every case and component (or ``end_to_end``) whose verdict passed in some repeats and
+    failed or erred in others, end to end first, then by case."""
+
+
 class Report(_Model):
     """``report.json``: enough to read, reproduce and compare a run."""
 
@@ -1006,6 +1109,10 @@ class Report(_Model):
     """How far the judge agrees with people's labels (the scenario's ``labels:`` or
     ``evalharness agreement``): per component and metric, the statistics with 95% bootstrap
     intervals (docs/review.md); ``null`` without labels."""
+
+    repeats: RepeatReport | None = None
+    """A run with ``--repeat N``: how many repeats, how the judge met them, and the flaky
+    cases (docs/repeat.md); ``null`` without repeats."""
 
     warnings: list[str] = Field(default_factory=list)
     """What the run noticed that a reader should know: repeated result lines ignored, trace

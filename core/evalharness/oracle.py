@@ -111,6 +111,12 @@ class Job:
     components: tuple[str, ...]
     case: Case
     overrides: dict[str, dict[str, Any]]
+    repeat: int | None = None
+    """The failed repeat of the case (a run with ``--repeat``): rerun as that repeat."""
+
+    @property
+    def key(self) -> tuple[str, str, int | None]:
+        return (self.oracle, self.case.id, self.repeat)
 
 
 class Failed(str):
@@ -164,10 +170,12 @@ def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult]
     chosen, _ = sample_failed(results, limit)
     failed: list[tuple[int, Case]] = []
     outputs = {}
+    repeats: dict[int, int | None] = {}
     for i in chosen:
         result = results[i]
         outputs[i] = oracle_outputs(scenario, context, result)
         failed.append((i, result.case))
+        repeats[i] = result.repeat
     components = [c for c in scenario.pipeline.order
                   if c in scenario.pipeline.components and any(
                       isinstance(outputs[i].get(c), dict) for i, _ in failed)]
@@ -183,14 +191,15 @@ def plan(scenario: Scenario, context: EvalContext, results: Sequence[CaseResult]
             if failed_here:  # a broken plugin: an error, never a silent "no oracle"
                 why = "; ".join(f"{c}: {outputs[i][c]}" for c in failed_here)
                 skipped.append(HeadroomRecord(oracle=label, components=list(comps),
-                                              case_id=case.id, status="error", reason=why))
+                                              case_id=case.id, repeat=repeats[i],
+                                              status="error", reason=why))
             elif given:
-                jobs.append(Job(label, comps, case, given))
+                jobs.append(Job(label, comps, case, given, repeats[i]))
             else:
                 why = "; ".join(f"{c}: {outputs[i].get(c)}" for c in comps)
                 skipped.append(HeadroomRecord(oracle=label, components=list(comps),
-                                              case_id=case.id, status="no_oracle",
-                                              reason=why))
+                                              case_id=case.id, repeat=repeats[i],
+                                              status="no_oracle", reason=why))
     return oracles, jobs, skipped
 
 
@@ -224,7 +233,7 @@ def _short(value: Any, limit: int = 80) -> str:
 def record_of(job: Job, result: CaseResult, trace: Trace) -> HeadroomRecord:
     """What a rerun shows: fixed, still failing, or an error (with the reason)."""
     base = {"oracle": job.oracle, "components": list(job.components),
-            "case_id": result.case.id}
+            "case_id": result.case.id, "repeat": job.repeat}
     problem = trace.error or ignored(trace, job.overrides)
     if problem is not None:
         return HeadroomRecord(**base, status="error", reason=problem)
@@ -278,11 +287,11 @@ async def run_headroom(scenario: Scenario, context: EvalContext,
     way, the same stop signal), one :class:`~evalharness.executors.Work` per rerun with the
     oracle's ``overrides``; this module plans them and makes each result a record."""
     path = out_dir / HEADROOM
-    done = {(r.oracle, r.case_id): r for r in read_records(path)}
+    done = {(r.oracle, r.case_id, r.repeat): r for r in read_records(path)}
     oracles, jobs, skipped = plan(scenario, context, results, limit)
     records = list(skipped)
-    pending = [j for j in jobs if (j.oracle, j.case.id) not in done]
-    records += [done[(j.oracle, j.case.id)] for j in jobs if (j.oracle, j.case.id) in done]
+    pending = [j for j in jobs if j.key not in done]
+    records += [done[j.key] for j in jobs if j.key in done]
     with open(path, "w", encoding="utf-8") as sink:  # rewritten whole: drops a torn tail
         for record in records:
             sink.write(record.model_dump_json() + "\n")
@@ -292,7 +301,8 @@ async def run_headroom(scenario: Scenario, context: EvalContext,
         by_key: dict[str, Job] = {}
         work = []
         for job in pending:
-            item = Work(job.case.id, oracle=job.oracle, overrides=job.overrides)
+            item = Work(job.case.id, oracle=job.oracle, overrides=job.overrides,
+                        repeat=job.repeat)
             by_key[item.key] = job
             work.append(item)
 

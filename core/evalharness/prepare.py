@@ -21,6 +21,30 @@ PARAMETER = "overrides"
 """The keyword parameter a system callable declares to accept oracle overrides
 (docs/bottleneck.md, "Oracle headroom")."""
 
+REPEAT = "repeat"
+"""The keyword parameter a system callable may declare to be told which repeat of a case it
+answers (1, 2, …) in a run with ``--repeat N`` (docs/repeat.md): a system with randomness of
+its own can seed it per repeat."""
+
+
+def takes_keyword(func: Callable[..., Any] | None, name: str) -> bool:
+    """Whether ``func`` declares the keyword parameter ``name`` (a bare ``**kwargs`` does not
+    count).
+
+    >>> def answer(case, *, repeat=None): ...
+    >>> takes_keyword(answer, "repeat"), takes_keyword(lambda case, **kw: None, "repeat")
+    (True, False)
+    """
+    if func is None:
+        return False
+    try:
+        parameters = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    found = parameters.get(name)
+    return found is not None and found.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                inspect.Parameter.KEYWORD_ONLY)
+
 
 def load_system(scenario: Scenario) -> Callable[..., Any]:
     """Import the system under test named in the scenario; errors name the scenario field."""
@@ -63,8 +87,13 @@ def _check_options(scenario: Scenario, func: Callable[..., Any]) -> None:
     takes = [name for name, p in parameters.items()
              if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
     for key in scenario.system.options:
+        if key in (PARAMETER, REPEAT):
+            raise ScenarioError(
+                f"{scenario.where(('system', 'options', key))}: {key!r} is not an option: "
+                "evalharness passes it itself (overrides: the oracle reruns; repeat: which "
+                "repeat of a case, with --repeat)")
         if key not in takes or key == next(iter(parameters), None):
-            others = [n for n in takes[1:] if n != PARAMETER]
+            others = [n for n in takes[1:] if n not in (PARAMETER, REPEAT)]
             raise ScenarioError(
                 f"{scenario.where(('system', 'options', key))}: the system "
                 f"{scenario.system.callable} has no parameter {key!r}, so every case would fail "

@@ -23,9 +23,12 @@ from evalharness.models import (
     ComponentReport,
     CostSummary,
     EvaluatorRun,
+    FlakyCase,
     GateResult,
     MetricSummary,
     MetricValue,
+    RepeatReport,
+    RepeatSpread,
     Report,
     Step,
     SystemErrorGroup,
@@ -79,7 +82,8 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
                 budget_s=configured.budget_s))
             for metric in configured.metrics:
                 metrics[metric] = tally.metrics[component][metric].summary(
-                    configured.name, seed=seed_for(component, metric))
+                    configured.name, seed=seed_for(component, metric),
+                    reducer=configured.declaration(metric).reducer)
             if configured.run_metrics:
                 metrics.update(run_level(scenario, outcome, component, configured,
                                          evaluated=statuses["evaluated"]))
@@ -96,7 +100,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         )
     _shares([c.cost for c in components.values()])
     infrastructure = list(getattr(outcome, "infrastructure", ()))
-    incomplete = len(scenario.cases) - tally.cases if infrastructure else 0
+    incomplete = len(scenario.cases) * scenario.repeats - tally.cases if infrastructure else 0
     gates = [g.result(components[g.gate.component].metrics[g.gate.metric], incomplete)
              for g in tally.gates]
     judge = outcome.context.judge.identity() if outcome.context.judge else {"backend": None}
@@ -113,8 +117,9 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         versions={"evalharness": __version__} | {
             name: info.version for name, info in sorted(host.plugins.items())
             if info.source != "core"},
-        cases={"total": len(scenario.cases), "evaluated": tally.cases,
-               "system_errors": tally.system_errors},
+        cases={"total": len(scenario.cases), "evaluated": tally.repeats.cases or tally.cases,
+               "system_errors": tally.system_errors}
+        | ({"results": tally.cases} if scenario.repeated else {}),
         infrastructure=infrastructure,
         system_errors=tally.system_error_groups(),
         selection=scenario.selection if scenario.selection.get("everything") is False
@@ -123,6 +128,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
         components=components,
         gates=gates,
         verdict_criteria=criteria.report(),
+        repeats=tally.repeats.summary(scenario),
         bottleneck=tally.bottleneck.summary(),
         slices=tally.slices.summary({(c, m): t.values for c, tallies in tally.metrics.items()
                                      for m, t in tallies.items()}),
@@ -222,6 +228,7 @@ class RunTally:
             order, judged, [(c, m) for c in order for m in self.metrics[c]])
         self.warnings = WarningTally(scenario)
         self.pipeline = scenario.pipeline
+        self.repeats = RepeatTally(scenario.repeated)
 
     def system_error_warning(self) -> list[str]:
         """The system's most frequent errors, so the terminal shows why cases failed."""
@@ -240,8 +247,9 @@ class RunTally:
                 for reason, n in self.system_error_reasons.most_common(SYSTEM_ERROR_GROUPS)]
 
     def add(self, r: CaseResult) -> None:
-        """Count one case (cases come in case order)."""
+        """Count one case (cases come in case order; a case's repeats one after the other)."""
         self.cases += 1
+        group = self.repeats.add(r)
         if r.trace.error:
             self.system_errors += 1
             reason = r.trace.error.strip().splitlines()[0][:300] if r.trace.error.strip() else "?"
@@ -264,7 +272,7 @@ class RunTally:
                 mine = [x for x in found if isinstance(x, dict)] if found else []
                 tally = tallies.get(metric) if tallies is not None else None
                 if tally is not None:
-                    tally.add(value, mine)
+                    tally.add(value, mine, group)
                 records += mine
             if records:
                 if tallies is not None:
@@ -284,7 +292,8 @@ class RunTally:
 class MetricTally:
     """One metric over the run, value by value: the computed values (floats, in case order,
     for the mean and its bootstrap interval), the error reasons, and the judge usage of the
-    records its values carry.
+    records its values carry. In a run with repeats, each value's case (``group``, counted
+    from 0 in case order) too: a case's values are reduced to one before the mean.
 
     >>> tally = MetricTally()
     >>> for value in (MetricValue.of(1.0), MetricValue.of(0.0), MetricValue.failed("empty")):
@@ -296,14 +305,20 @@ class MetricTally:
 
     def __init__(self, prices: dict | None = None) -> None:
         self.values = array("d")
+        self.groups: array | None = None
         self.reasons: Counter[str] = Counter()
         self.usage = Usage(prices)
 
-    def add(self, value: MetricValue, records: Sequence[dict] | None = None) -> None:
+    def add(self, value: MetricValue, records: Sequence[dict] | None = None,
+            group: int | None = None) -> None:
         """Count one case's value; ``records``: its judgment records (read from its
-        ``details`` when not given)."""
+        ``details`` when not given); ``group``: its case, in a run with repeats."""
         if value.error is None:
             self.values.append(value.value)
+            if group is not None:
+                if self.groups is None:
+                    self.groups = array("q")
+                self.groups.append(group)
         else:
             self.reasons[value.error] += 1
         if records is None:
@@ -311,17 +326,130 @@ class MetricTally:
         if records:
             self.usage.add(records)
 
-    def summary(self, evaluator: str, *, seed: int = 0) -> MetricSummary:
+    def summary(self, evaluator: str, *, seed: int = 0, reducer: str = "mean"
+                ) -> MetricSummary:
         """Mean over computed values with its seeded bootstrap CI; errors counted with their
-        most frequent reasons (ties: the first met); judge usage."""
+        most frequent reasons (ties: the first met); judge usage. With repeats: the mean of
+        the cases' reduced values, its CI a bootstrap over cases (each case taken with all
+        its repeats: the cluster bootstrap), and the spread (:func:`repeat_spread`)."""
         numbers, reasons = self.values, self.reasons
+        spread = None
+        if self.groups is not None:
+            numbers, spread = repeat_spread(self.values, self.groups, reducer, seed=seed)
         ci = bootstrap_ci(numbers, seed=seed)
         return MetricSummary(
-            mean=math.fsum(numbers) / len(numbers) if numbers else None,
+            mean=math.fsum(numbers) / len(numbers) if len(numbers) else None,
             ci95=list(ci) if ci is not None else None,
             n=len(numbers), errors=sum(reasons.values()), evaluator=evaluator,
             error_reasons=dict(reasons.most_common(5)),
-            judge=self.usage.summary() if self.usage.counted else None)
+            judge=self.usage.summary() if self.usage.counted else None, repeats=spread)
+
+
+REDUCERS = {"mean": np.mean, "median": np.median, "min": np.min, "max": np.max}
+"""How a case's values over its repeats become one (a metric's declared ``reducer``)."""
+
+
+def repeat_spread(values: Sequence[float], groups: Sequence[int], reducer: str = "mean", *,
+                  seed: int = 0) -> tuple[np.ndarray, RepeatSpread]:
+    """Each case's values (``groups``: the case of each value, cases one after the other)
+    reduced to one, in case order; and their spread: how many values, the pooled
+    within-case standard deviation, how many cases vary, and the interval a bootstrap would
+    give if every value were a case of its own.
+
+    >>> reduced, spread = repeat_spread([1, 0, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1])
+    >>> [round(float(x), 3) for x in reduced], spread.values, spread.varying
+    ([0.667, 1.0], 6, 1)
+    >>> round(spread.within_sd, 3)  # sqrt(mean(var([1, 0, 1]), var([1, 1, 1])))
+    0.408
+    """
+    x = np.asarray(values, dtype=float)
+    g = np.asarray(groups, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.array([], int)
+    parts = np.split(x, starts[1:]) if len(g) else []
+    reduce = REDUCERS.get(reducer, np.mean)
+    reduced = np.array([float(reduce(p)) for p in parts])
+    variances = [float(np.var(p, ddof=1)) for p in parts if len(p) > 1]
+    within = math.sqrt(math.fsum(variances) / len(variances)) if variances else None
+    naive = bootstrap_ci(x, seed=seed) if len(x) else None
+    return reduced, RepeatSpread(
+        reducer=reducer if reducer in REDUCERS else "mean", values=len(x), within_sd=within,
+        varying=sum(1 for p in parts if len(p) > 1 and float(np.ptp(p)) > 0),
+        naive_ci95=list(naive) if naive is not None else None)
+
+
+class RepeatTally:
+    """The repeats of a run, case by case (a case's repeats come one after the other): which
+    case each result belongs to, and each case's verdicts over its repeats — the flaky
+    cases. Inactive (``add`` returns ``None``) in a run without repeats.
+
+    >>> from evalharness.models import Case, Trace, Verdict
+    >>> def r(i, rep, status):
+    ...     return CaseResult(case=Case(id=f"c{i}", question="q"), trace=Trace(case_id=f"c{i}"),
+    ...                       repeat=rep, end_to_end=Verdict(status=status))
+    >>> tally = RepeatTally(True)
+    >>> [tally.add(x) for x in (r(1, 1, "pass"), r(1, 2, "fail"), r(2, 1, "pass"))]
+    [0, 0, 1]
+    >>> tally.finish(); [(f.case, f.component, f.passed, f.failed) for f in tally.flaky]
+    [('c1', 'end_to_end', 1, 1)]
+    >>> tally.outcomes
+    Counter({'flaky': 1, 'always_pass': 1})
+    """
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.cases = 0
+        self.counts: Counter[int] = Counter()  # results per case: how many cases have k
+        self.flaky: list[FlakyCase] = []
+        self.outcomes: Counter[str] = Counter()
+        self._case: str | None = None
+        self._seen = 0
+        self._statuses: dict[str, Counter[str]] = {}
+
+    def add(self, r: CaseResult) -> int | None:
+        """Count one result; the index of its case (from 0), or ``None`` without repeats."""
+        if not self.active:
+            return None
+        if r.case.id != self._case:
+            self.finish()
+            self._case, self.cases = r.case.id, self.cases + 1
+        self._seen += 1
+        for name, verdict in [*r.verdicts.items(), ("end_to_end", r.end_to_end)]:
+            if verdict is not None:
+                self._statuses.setdefault(name, Counter())[verdict.status] += 1
+        return self.cases - 1
+
+    def finish(self) -> None:
+        """Close the current case (call once after the last result)."""
+        if self._case is None:
+            return
+        self.counts[self._seen] += 1
+        e2e = self._statuses.get("end_to_end", Counter())
+        flaky = []
+        for name, statuses in self._statuses.items():
+            bad = statuses["fail"] + statuses["error"]
+            if statuses["pass"] and bad:
+                flaky.append(FlakyCase(case=self._case, component=name, passed=statuses["pass"],
+                                       failed=statuses["fail"], errors=statuses["error"]))
+        self.flaky += sorted(flaky, key=lambda f: f.component != "end_to_end")
+        self.outcomes["flaky" if e2e["pass"] and e2e["fail"] + e2e["error"]
+                      else "always_pass" if e2e["pass"]
+                      else "always_fail" if e2e["fail"] + e2e["error"] else "undecided"] += 1
+        self._case, self._seen, self._statuses = None, 0, {}
+
+    def summary(self, scenario: Scenario) -> RepeatReport | None:
+        """The report's ``repeats``, or ``None`` without repeats."""
+        if not self.active:
+            return None
+        self.finish()
+        spec = scenario.spec.repeat
+        n = scenario.repeats
+        flaky = sorted(self.flaky, key=lambda f: f.component != "end_to_end")
+        return RepeatReport(
+            n=n, judge=spec.judge if spec is not None else "cached", cases=self.cases,
+            incomplete=sum(c for k, c in self.counts.items() if k < n),
+            end_to_end={k: self.outcomes[k] for k in ("always_pass", "always_fail", "flaky",
+                                                       "undecided")},
+            flaky=flaky)
 
 
 def summarise(values: Iterable[MetricValue], evaluator: str, prices: dict | None = None, *,

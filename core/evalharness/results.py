@@ -25,9 +25,11 @@ import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import InputError
 from evalharness.models import CaseResult
 
-_PREFIX = re.compile(rb'\{"schema_version":"[^"\\]*","case":\{"id":"((?:[^"\\]|\\.)*)"')
-"""How a line written by :meth:`CaseResult.to_line` starts, up to its case id: indexing reads
-the id there without parsing the line (other lines are parsed)."""
+_PREFIX = re.compile(
+    rb'\{"schema_version":"[^"\\]*",(?:"repeat":(\d+),)?"case":\{"id":"((?:[^"\\]|\\.)*)"')
+"""How a line written by :meth:`CaseResult.to_line` starts, up to its case id (and its repeat,
+in a run with repeats): indexing reads them there without parsing the line (other lines are
+parsed)."""
 
 _BUFFER = 1 << 18
 """Bytes read at once when iterating (lines are often tens of kB; iteration is sequential)."""
@@ -67,22 +69,30 @@ def parse_line(raw: bytes, path: Path, lineno: int, share: _Strings | None = Non
                          "by evalharness?") from None
 
 
-def _case_id(raw: bytes) -> str | None:
-    """The case id at the start of a line :meth:`CaseResult.to_line` wrote, else ``None``.
+Key = tuple[str, int | None]
+"""What identifies a line of a run: its case id and its repeat (``None`` without repeats)."""
 
-    >>> _case_id(b'{"schema_version":"1","case":{"id":"q\\\\"1","question":"?"}}')
-    'q"1'
-    >>> _case_id(b'{"case": {"id": "q1"}}') is None
+
+def _key(raw: bytes) -> Key | None:
+    """The case id and repeat at the start of a line :meth:`CaseResult.to_line` wrote, else
+    ``None``.
+
+    >>> _key(b'{"schema_version":"1","case":{"id":"q\\\\"1","question":"?"}}')
+    ('q"1', None)
+    >>> _key(b'{"schema_version":"1","repeat":3,"case":{"id":"q1","question":"?"}}')
+    ('q1', 3)
+    >>> _key(b'{"case": {"id": "q1"}}') is None
     True
     """
     found = _PREFIX.match(raw)
     if found is None:
         return None
-    token = found.group(1)
+    repeat, token = found.group(1), found.group(2)
     try:
-        return json.loads(b'"' + token + b'"') if b"\\" in token else token.decode()
+        case_id = json.loads(b'"' + token + b'"') if b"\\" in token else token.decode()
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
+    return case_id, int(repeat) if repeat is not None else None
 
 
 class Results(Sequence[CaseResult]):
@@ -98,12 +108,14 @@ class Results(Sequence[CaseResult]):
     """
 
     def __init__(self, path: Path, offsets: array, linenos: array, ids: list[str],
-                 prepare: Callable[[CaseResult], CaseResult] | None = None) -> None:
+                 prepare: Callable[[CaseResult], CaseResult] | None = None,
+                 repeats: array | None = None) -> None:
         self.path = path
         self._offsets = offsets
         self._linenos = linenos
         self._ids = ids
         self._prepare = prepare
+        self._repeats = repeats  # per line, 0 for none; None: no line has a repeat
 
     @classmethod
     def open(cls, path: Path, *, order: Sequence[str] | None = None, repair: bool = False,
@@ -113,8 +125,10 @@ class Results(Sequence[CaseResult]):
         ``order``: the scenario's case ids; the results are then in that order, and those of
         cases not in it are left out. Without it, the results are in the order of the file.
 
-        A case id met again (a line repeated by hand, or by two runs on one folder before the
-        run lock existed) counts once — the first line — and is reported in ``warnings``. With
+        In a run with repeats (docs/repeat.md) each case has a line per repeat, ordered by
+        case, then repeat. A case id (and repeat) met again (a line repeated by hand, or by two
+        runs on one folder before the run lock existed) counts once — the first line — and is
+        reported in ``warnings``. With
         ``repair``, a torn last line (a write cut short by a kill: no newline, not JSON) is
         dropped and cut from the file; a last line that is whole but for its newline gets it.
         """
@@ -134,14 +148,14 @@ class Results(Sequence[CaseResult]):
                         cut = start
                         break
                     mend = offset
-                case_id = _case_id(raw)
-                if case_id is None:
+                key = _key(raw)
+                if key is None:
                     if not raw.strip():
                         continue
-                    case_id = parse_line(raw, path, lineno).case.id
-                first = index.add(case_id, start, lineno)
+                    key = parse_line(raw, path, lineno).key
+                first = index.add(key, start, lineno)
                 if first is not None:
-                    repeated.append((case_id, first, lineno))
+                    repeated.append((_label(key), first, lineno))
         if cut is not None:
             with open(path, "r+b") as fh:
                 fh.truncate(cut)
@@ -150,22 +164,36 @@ class Results(Sequence[CaseResult]):
                 fh.write(b"\n")
         if repeated and warnings is not None:
             (case_id, first, again), n = repeated[0], len(repeated)
-            warnings.append(f"{path} repeats {n} case{'s' if n > 1 else ''} (e.g. {case_id!r} "
+            warnings.append(f"{path} repeats {n} case{'s' if n > 1 else ''} (e.g. {case_id} "
                             f"on lines {first} and {again}); each case counts once, from its "
                             "first line")
         return cls(path, *index.done())
 
     @property
     def case_ids(self) -> Sequence[str]:
-        """The case ids, in order (known without reading a line; do not change it)."""
+        """The case ids, in order (known without reading a line; do not change it). In a run
+        with repeats, an id comes once per repeat (see :attr:`keys`)."""
         return self._ids
+
+    @property
+    def keys(self) -> list[Key]:
+        """Each line's (case id, repeat), in order; the repeat is ``None`` without repeats."""
+        if self._repeats is None:
+            return [(case_id, None) for case_id in self._ids]
+        return [(case_id, r or None) for case_id, r in zip(self._ids, self._repeats,
+                                                             strict=True)]
+
+    @property
+    def repeated(self) -> bool:
+        """Whether the lines are repeats of their cases (a run with ``--repeat``)."""
+        return self._repeats is not None
 
     def prepared(self, prepare: Callable[[CaseResult], CaseResult]) -> Results:
         """The same results, each passed through ``prepare`` when read (after this view's own
         ``prepare``, if any)."""
         inner = self._prepare
         both = prepare if inner is None else (lambda result: prepare(inner(result)))
-        return Results(self.path, self._offsets, self._linenos, self._ids, both)
+        return Results(self.path, self._offsets, self._linenos, self._ids, both, self._repeats)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -179,7 +207,8 @@ class Results(Sequence[CaseResult]):
     def __getitem__(self, index: int | slice) -> CaseResult | Results:
         if isinstance(index, slice):
             return Results(self.path, self._offsets[index], self._linenos[index],
-                           self._ids[index], self._prepare)
+                           self._ids[index], self._prepare,
+                           None if self._repeats is None else self._repeats[index])
         n = len(self._ids)
         i = index + n if index < 0 else index
         if not 0 <= i < n:
@@ -207,10 +236,11 @@ class Results(Sequence[CaseResult]):
 
     def _read(self, raw: bytes, i: int, share: _Strings | None = None) -> CaseResult:
         result = parse_line(raw, self.path, self._linenos[i], share)
-        if result.case.id != self._ids[i]:
+        repeat = self._repeats[i] or None if self._repeats is not None else None
+        if result.case.id != self._ids[i] or result.repeat != repeat:
             raise InputError(f"{self.path}, line {self._linenos[i]}: holds case "
-                             f"{result.case.id!r} where case {self._ids[i]!r} was; the file "
-                             "changed while it was read")
+                             f"{_label(result.key)} where case {_label((self._ids[i], repeat))} "
+                             "was; the file changed while it was read")
         return result if self._prepare is None else self._prepare(result)
 
     def __repr__(self) -> str:
@@ -218,45 +248,44 @@ class Results(Sequence[CaseResult]):
 
 
 class _Index:
-    """Where each case's line is, while :meth:`Results.open` reads the file: by position in
-    ``order`` (ids not in it are only checked for repeats), or in the order of the file."""
+    """Where each line is, while :meth:`Results.open` reads the file: by the position of its
+    case in ``order`` (ids not in it are only checked for repeats), then its repeat; or in the
+    order of the file."""
 
     def __init__(self, order: Sequence[str] | None) -> None:
         self.order = order
-        self.offsets, self.linenos = array("q"), array("q")
-        self.ids: list[str] = []
-        self.first: dict[str, int] = {}  # id -> its line: the file's order, or ids not in order
+        self.found: dict[Key, tuple[int, int]] = {}  # key -> (offset, line number)
+        self.repeats = False
         if order is not None:
             self.position = {case_id: i for i, case_id in enumerate(order)}
-            self.offsets = array("q", [-1]) * len(order)
-            self.linenos = array("q", [0]) * len(order)
 
-    def add(self, case_id: str, offset: int, lineno: int) -> int | None:
-        """Record a line; the line of the first one when the case was met before."""
-        if self.order is not None:
-            i = self.position.get(case_id)
-            if i is not None:
-                if self.linenos[i]:
-                    return self.linenos[i]
-                self.offsets[i], self.linenos[i] = offset, lineno
-                return None
-        first = self.first.setdefault(case_id, lineno)
-        if first != lineno:
-            return first
-        if self.order is None:
-            self.ids.append(case_id)
-            self.offsets.append(offset)
-            self.linenos.append(lineno)
+    def add(self, key: Key, offset: int, lineno: int) -> int | None:
+        """Record a line; the line of the first one when the key was met before."""
+        first = self.found.get(key)
+        if first is not None:
+            return first[1]
+        self.found[key] = (offset, lineno)
+        self.repeats = self.repeats or key[1] is not None
         return None
 
-    def done(self) -> tuple[array, array, list[str]]:
-        """Offsets, line numbers and ids of the cases found, in order."""
-        if self.order is None:
-            return self.offsets, self.linenos, self.ids
-        present = [i for i, lineno in enumerate(self.linenos) if lineno]
-        return (array("q", [self.offsets[i] for i in present]),
-                array("q", [self.linenos[i] for i in present]),
-                [self.order[i] for i in present])
+    def done(self) -> tuple[array, array, list[str], None, array | None]:
+        """Offsets, line numbers, ids (no ``prepare``) and repeats of the lines found, in
+        order."""
+        keys = list(self.found)
+        if self.order is not None:
+            position = self.position
+            keys = sorted((k for k in keys if k[0] in position),
+                          key=lambda k: (position[k[0]], k[1] or 0))
+        found = self.found
+        return (array("q", [found[k][0] for k in keys]), array("q", [found[k][1] for k in keys]),
+                [k[0] for k in keys], None,
+                array("q", [k[1] or 0 for k in keys]) if self.repeats else None)
+
+
+def _label(key: Key) -> str:
+    """A line's key for a message: ``'q1'``, or ``'q1' (repeat 2)``."""
+    case_id, repeat = key
+    return repr(case_id) if repeat is None else f"{case_id!r} (repeat {repeat})"
 
 
 def read_results(path: Path, *, repair: bool = False, warnings: list[str] | None = None

@@ -172,7 +172,7 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
     context = prepare_context(scenario, out_dir, judge)
     warnings: list[str] = []
     order = [c.id for c in scenario.cases]
-    done: set[str] = set()
+    done: set[tuple[str, int | None]] = set()
     if resume:
         if not manifest_path.is_file():
             raise RunError(f"{out_dir}: nothing to resume (no {MANIFEST}); run without "
@@ -192,8 +192,9 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                            "since. --resume continues only an unchanged scenario; choose "
                            "another --out to start afresh")
         _same_selection(manifest, scenario, out_dir)
+        _same_repeats(manifest, scenario, out_dir)
         previous = Results.open(results_path, order=order, repair=True, warnings=warnings)
-        done = set(previous.case_ids)
+        done = set(previous.keys)
         _count_earlier_spending(judge, previous)
         started_at = manifest.get("started_at")
     else:
@@ -201,11 +202,13 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
         manifest_path.write_text(json.dumps({
             "scenario": str(scenario.path), "scenario_sha256": scenario.sha256,
             "inputs_sha256": scenario.inputs_sha256, "inputs": scenario.input_digests,
-            "selection": _selection_of(scenario), "started_at": started_at}, indent=2))
+            "selection": _selection_of(scenario), "started_at": started_at}
+            | ({"repeat": scenario.spec.repeat.model_dump()} if scenario.repeated else {}),
+            indent=2))
         results_path.write_text("")
 
-    pending = [c for c in scenario.cases if c.id not in done]
-    progress.start(len(scenario.cases), len(done))
+    pending = [w for w in work_of(scenario) if (w.case_id, w.repeat) not in done]
+    progress.start(len(scenario.cases) * scenario.repeats, len(done))
     t0 = time.perf_counter()
     hint = (f"; continue with: evalharness scenario {scenario.path} --out {out_dir} "
             "--resume" + (" and the same case-choosing options" if scenario.selection else ""))
@@ -223,8 +226,7 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
 
         infrastructure: list[str] = []
         try:
-            interrupted = await execute(executor, spec, [Work(c.id) for c in pending], emit,
-                                        stopped)
+            interrupted = await execute(executor, spec, pending, emit, stopped)
         except InfrastructureError as exc:  # what completed is written; the report says
             interrupted = False             # what did not, --resume runs it
             infrastructure.append(str(exc))
@@ -273,6 +275,36 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
                                          "oracles; --resume continues")
     outcome.duration_s = time.perf_counter() - t0
     return outcome
+
+
+def work_of(scenario: Scenario) -> list[Work]:
+    """A run's work: each case once; with repeats, every case's first repeat, then every
+    case's second, … (so an interrupted run has whole repeats first, and a batch holds
+    distinct cases).
+
+    >>> from types import SimpleNamespace as S
+    >>> two = S(cases=[S(id="a"), S(id="b")], repeated=True, repeats=2)
+    >>> [w.key for w in work_of(two)]
+    ['a#1', 'b#1', 'a#2', 'b#2']
+    """
+    if not scenario.repeated:
+        return [Work(c.id) for c in scenario.cases]
+    return [Work(c.id, repeat=r) for r in range(1, scenario.repeats + 1)
+            for c in scenario.cases]
+
+
+def _same_repeats(manifest: dict[str, Any], scenario: Scenario, out_dir: Path) -> None:
+    """``--resume`` continues a run with the repeats it began with."""
+    old = manifest.get("repeat")
+    new = scenario.spec.repeat.model_dump() if scenario.repeated else None
+    if old != new:
+        def said(r: Any) -> str:
+            return (f"--repeat {r.get('n')} (judge {r.get('judge')})" if isinstance(r, dict)
+                    else "no repeats")
+
+        raise RunError(f"{out_dir} holds a run with {said(old)}, not {said(new)}: --resume "
+                       "continues a run as it began, so pass the same --repeat (and "
+                       "--repeat-judge), or choose another --out")
 
 
 def _count_earlier_spending(judge: Any, previous: Results) -> None:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -70,6 +70,27 @@ class GateSpec(_Strict):
 
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     """The largest share of the metric's cases that may be errors for the gate to pass."""
+
+
+class RepeatSpec(_Strict):
+    """``repeat:`` — each case run several times (docs/repeat.md); ``repeat: 5`` is short for
+    ``repeat: {n: 5}``."""
+
+    n: int = Field(ge=1, le=1000, strict=True)
+    """How many times each case runs (1: once, as without ``repeat:``)."""
+
+    judge: Literal["cached", "fresh"] = "cached"
+    """``cached``: an answer the judge has judged before (in an earlier repeat, or an earlier
+    run) is not judged again, so the repeats measure the system's variance only;
+    ``fresh``: every repeat asks the judge anew (the repeat is part of the judge cache key),
+    so they measure the judge's variance too, at N times the judge's cost."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"n": value}
+        return value
 
 
 class TracesSpec(_Strict):
@@ -230,6 +251,12 @@ class ScenarioFile(_Strict):
 
     plugins: list[str] = Field(default_factory=list)
     """Local plugin files to load, relative to the scenario file."""
+
+    repeat: RepeatSpec | None = None
+    """Run each case this many times (``repeat: 5``, or ``{n: 5, judge: fresh}``): each case
+    is then reported with its values reduced over the repeats and their spread, its
+    intervals by a bootstrap over cases, and the cases whose verdict flips as flaky
+    (docs/repeat.md). ``--repeat N`` on the command line overrides it."""
 
     concurrency: int = Field(default=4, ge=1, le=256, strict=True)
     """How many cases the system handles at once."""
@@ -403,6 +430,35 @@ class Scenario:
 
     def evaluators_on(self, component: str) -> list[ConfiguredEvaluator]:
         return [e for e in self.evaluators if e.component == component]
+
+    @property
+    def repeats(self) -> int:
+        """How many times each case runs (1 without ``repeat:``)."""
+        return self.spec.repeat.n if self.spec.repeat is not None else 1
+
+    @property
+    def repeated(self) -> bool:
+        """Whether the run's results are repeats (``repeat:`` given, even ``n: 1``: then each
+        line still records its repeat)."""
+        return self.spec.repeat is not None
+
+
+def with_repeat(scenario: Scenario, n: int | None, judge: str | None = None) -> Scenario:
+    """The scenario with ``repeat:`` set from the command line (``--repeat N``,
+    ``--repeat-judge``); unchanged when neither is given."""
+    if n is None and judge is None:
+        return scenario
+    current = scenario.spec.repeat
+    if n is None and current is None:
+        raise ScenarioError(f"--repeat-judge {judge} needs repeats: give --repeat N too, or "
+                            f"`repeat:` in {scenario.path}")
+    try:
+        spec = RepeatSpec(n=n if n is not None else current.n,  # type: ignore[union-attr]
+                          judge=judge or (current.judge if current is not None else "cached"))
+    except ValidationError as exc:
+        raise ScenarioError(f"--repeat: {exc.errors()[0]['msg']} (give a whole number from 1 "
+                            "to 1000; --repeat-judge cached or fresh)") from None
+    return replace(scenario, spec=scenario.spec.model_copy(update={"repeat": spec}))
 
 
 class Problems:

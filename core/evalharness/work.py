@@ -35,11 +35,16 @@ class Work:
     metrics only — for a question-only case ``case_id`` asking ``question``, instead of the
     scenario's case and trace (docs/monitor.md, "A backlog on a Ray cluster")."""
     question: str | None = None
+    repeat: int | None = None
+    """Which repeat of the case (1, 2, …) in a run with ``--repeat N`` (docs/repeat.md): the
+    system is called with it when it takes a ``repeat`` parameter, and the result records it."""
 
     @property
     def key(self) -> str:
-        """Unique among a run's work: the case id, or ``oracle/case id`` for a rerun."""
-        return self.case_id if self.oracle is None else f"{self.oracle}/{self.case_id}"
+        """Unique among a run's work: the case id, or ``oracle/case id`` for a rerun; then
+        ``#repeat`` in a run with repeats."""
+        key = self.case_id if self.oracle is None else f"{self.oracle}/{self.case_id}"
+        return key if self.repeat is None else f"{key}#{self.repeat}"
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class WorkerSpec:
     monitor: str | None = None
     """A MONITOR.yaml: the worker loads its scenario (with the monitor's ``evaluators:``)
     instead of ``path``'s, to evaluate the monitor's queued traces."""
+    repeat: tuple[int, str] | None = None
+    """The run's repeats, ``(n, judge)``, as the driver's scenario has them after the command
+    line's ``--repeat``: a worker's evaluation of a repeat asks a ``fresh`` judge anew."""
 
     @classmethod
     def of(cls, scenario, out_dir: Path, concurrency: int | None,
@@ -82,7 +90,9 @@ class WorkerSpec:
                    _digests(scenario), concurrency or scenario.spec.concurrency,
                    str(Path(database).resolve()) if database is not None else None,
                    shared_judge, spent,
-                   monitor=str(Path(monitor).resolve()) if monitor is not None else None)
+                   monitor=str(Path(monitor).resolve()) if monitor is not None else None,
+                   repeat=(scenario.spec.repeat.n, scenario.spec.repeat.judge)
+                   if getattr(scenario.spec, "repeat", None) is not None else None)
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

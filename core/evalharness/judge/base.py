@@ -37,6 +37,12 @@ from evalharness.judge.tasks import JudgmentTask
 from evalharness.models import Price
 from evalharness.redaction import redact
 
+SALT: ContextVar[str | None] = ContextVar("evalharness_judge_salt", default=None)
+"""Set while the core evaluates a repeat of a run whose repeats each ask the judge anew
+(``repeat: {judge: fresh}``, docs/repeat.md): :meth:`Judge.run_many` puts it in the cache key
+of every judgment it asks, so a repeat reuses no other repeat's judgment. Embeddings are not
+salted (an embedding model is deterministic)."""
+
 LEDGER: ContextVar[list | None] = ContextVar("evalharness_judge_ledger", default=None)
 """When the caller of :meth:`Judge.run_many` / :meth:`Judge.embed_many` has this set to a
 list, every :class:`Judgment` / :class:`Embeddings` the call returns is appended to it, in the
@@ -433,7 +439,10 @@ class Judge:
         concurrency, those with more rounds after them go first — the critical path — so the
         last rounds do not all wait at the end of the run.
         """
-        return _log(self._submit(self.arun_many(task, inputs, rounds_after)))
+        salt = SALT.get()
+        if salt is None:  # the signature every backend has had since 0.1
+            return _log(self._submit(self.arun_many(task, inputs, rounds_after)))
+        return _log(self._submit(self.arun_many(task, inputs, rounds_after, salt=salt)))
 
     def embed_many(self, groups: Sequence[Sequence[str]], *, metric: str = ""
                    ) -> list[Embeddings]:
@@ -450,8 +459,9 @@ class Judge:
         return sum(f.waiters for f in list(self._flights.values()))
 
     async def arun_many(self, task: JudgmentTask, inputs: Sequence[BaseModel],
-                        rounds_after: int = 0) -> list[Judgment]:
-        return list(await asyncio.gather(*(self._one(task, i, rounds_after) for i in inputs)))
+                        rounds_after: int = 0, salt: str | None = None) -> list[Judgment]:
+        return list(await asyncio.gather(*(self._one(task, i, rounds_after, salt)
+                                           for i in inputs)))
 
     async def aembed_many(self, groups: Sequence[Sequence[str]]) -> list[Embeddings]:
         groups = [list(g) for g in groups]
@@ -502,10 +512,15 @@ class Judge:
                              f"e.g. prices: {{{missing[0]}: {{input: 0.15, output: 0.6}}}} "
                              "(per million tokens)")
 
-    def key(self, task: JudgmentTask, inputs: BaseModel) -> str:
+    def key(self, task: JudgmentTask, inputs: BaseModel, salt: str | None = None) -> str:
+        """The content address of a judgment: backend, model, task and its version, inputs,
+        sampling; and ``salt`` when given (a repeat of a run whose repeats each ask the judge
+        anew, docs/repeat.md)."""
         sampling: dict[str, Any] = {"temperature": self.config.temperature}
         if self.config.max_tokens is not None:  # unset: the keys of earlier runs hold
             sampling["max_tokens"] = self.config.max_tokens
+        if salt is not None:
+            sampling["salt"] = salt
         return content_key(self.backend, self.model, task.id, task.version,
                            inputs.model_dump(mode="json"), sampling)
 
@@ -515,12 +530,12 @@ class Judge:
 
     # -- chat: cache, single flight, the backend -----------------------------------------------
 
-    async def _one(self, task: JudgmentTask, inputs: BaseModel, rounds_after: int = 0
-                   ) -> Judgment:
+    async def _one(self, task: JudgmentTask, inputs: BaseModel, rounds_after: int = 0,
+                   salt: str | None = None) -> Judgment:
         """One judgment; any exception (but cancellation) becomes its error."""
         key = ""
         try:
-            key = self.key(task, inputs)
+            key = self.key(task, inputs, salt)
             judgment = self._cached_judgment(task, key)
             if judgment is None:
                 judgment, shared = await self._single_flight(
