@@ -448,3 +448,53 @@ def test_command_extraction():
                                 ["scenario", "s.yaml", "--out", "o", "-q"]]
     with pytest.raises(click.UsageError, match="no-such-option"):
         parse_cli(["scenario", "s.yaml", "--no-such-option"])
+
+
+def test_a_flaky_outcome_is_a_passed_testcase_with_surefires_rerun_elements(schema, tmp_path):
+    """A case that passed in some repeats: Surefire's `<flakyFailure>`/`<flakyError>` (declared
+    by junit-10.xsd itself, type rerunType), one per repeat that did not pass, in a testcase
+    that counts as passed; the suites carry the run's repeats as a property."""
+    from evalharness.outcomes import combine_repeats
+
+    ok = Outcome("q1", "generator", "passed", seconds=0.3)
+    bad = Outcome("q1", "generator", "failed", "faithfulness = 0.5 (needs >= 0.8)",
+                  "faithfulness: unsupported claims:\n  - ships <free> & fast\x07")
+    err = Outcome("q1", "generator", "error", "faithfulness: could not be computed", "timeout")
+    flaky = combine_repeats("q1", "generator", [(1, ok), (2, bad), (3, ok), (4, err)])
+    failed = combine_repeats("q2", "generator", [(1, bad), (2, bad), (3, bad), (4, bad)])
+    path = tmp_path / "junit.xml"
+    with open(path, "wb") as fh:
+        totals = stream_junit(fh, "shop", [flaky, failed], properties={"repeats": 4})
+    validate(schema, path)
+    assert (totals.tests, totals.failures, totals.errors) == (2, 1, 0)
+    (suite,) = ET.parse(path).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
+    assert [(p.get("name"), p.get("value")) for p in suite.iter("property")] == [("repeats", "4")]
+    q1, q2 = suite.findall("testcase")
+    assert [(c.tag, c.get("type"), c.get("message")) for c in q1] == [
+        ("flakyFailure", "fail", "repeat 2 of 4: faithfulness = 0.5 (needs >= 0.8)"),
+        ("flakyError", "error", "repeat 4 of 4: faithfulness: could not be computed")]
+    assert q1[0].find("stackTrace").text == bad.detail.replace("\x07", "\\x07")
+    assert q1[1].find("stackTrace").text == "timeout"
+    assert float(q1.get("time")) == pytest.approx(0.15, abs=1e-3)  # the mean over 4 repeats
+    (failure,) = q2
+    assert failure.tag == "failure"
+    assert failure.get("message") == ("failed in 4 of 4 repeats; repeat 1: faithfulness = 0.5 "
+                                      "(needs >= 0.8)")
+    assert failure.text.startswith("repeats 1, 2, 3, 4 failed: faithfulness = 0.5")
+
+
+def test_the_schema_declares_surefires_flaky_elements(schema):
+    """The flaky elements are junit-10.xsd's own (no extended copy is needed), while
+    `<properties>` is declared for a testsuite but not for a testcase — so the repeats are a
+    suite property."""
+    for name in ("flakyFailure", "flakyError", "rerunFailure", "rerunError"):
+        assert schema.elements[name].type.name == "rerunType"
+    rerun = schema.types["rerunType"]
+    assert {"message", "type"} <= set(rerun.attributes)
+    assert [e.name for e in rerun.content.iter_elements()] == ["stackTrace", "system-out",
+                                                             "system-err"]
+    testcase = [e.name for e in schema.elements["testcase"].type.content.iter_elements()]
+    assert "flakyFailure" in testcase and "properties" not in testcase
+    suite = [e.name for e in schema.elements["testsuite"].type.content.iter_elements()]
+    assert "properties" in suite

@@ -159,8 +159,9 @@ def test_a_dataframe_models_and_dicts_give_one_table_row_per_case_and_metric(tmp
     table = from_frame.to_pandas()
     metrics = {m for r in from_frame.results for m in r.components["generator"].metrics}
     assert len(table) == 3 * len(metrics) and set(table["case_id"]) == {"a", "b", "c"}
-    assert list(table.columns) == ["case_id", "question", "component", "metric", "value",
-                                   "error", "evaluator", "verdict", "end_to_end", "root_cause"]
+    assert list(table.columns) == ["case_id", "repeat", "question", "component", "metric",
+                                   "value", "error", "evaluator", "verdict", "end_to_end",
+                                   "root_cause"]
     assert not table.duplicated(["case_id", "metric"]).any()
     by_position = {("0", "a"), ("1", "b"), ("2", "c")}
     a = {(cid, m): v for cid, m, v in

@@ -300,3 +300,83 @@ def test_pytest_plugin_says_why_the_run_could_not_do_its_work(tmp_path, pytester
     text = result.stdout.str()
     assert "the run could not do its work: the judge (openai:judge-1) gave no usable answer" in text
     assert "(the CLI exits 3 on this run; docs/ci.md)" in text
+
+
+def _flaky_scenario(folder: Path) -> Path:
+    """test_repeat_outcomes' repeated scenario with two cases: stable_pass, and flaky (its
+    router fails in repeat 2 of 3; generator and end to end pass in every repeat)."""
+    from test_repeat_outcomes import repeat_scenario
+
+    return repeat_scenario(folder, ids=["stable_pass", "flaky"])
+
+
+def _counts(result) -> dict[str, int]:
+    """The summary line's counts, without the warnings (of pytester's in-process runs)."""
+    return {k: v for k, v in result.parseoutcomes().items() if k not in ("warning", "warnings")}
+
+
+def test_a_flaky_item_is_reported_as_flaky_and_passes(pytester):
+    scenario = _flaky_scenario(pytester.path / "rep")
+    result = pytester.runpytest_inprocess("--evalharness", str(scenario), "-v",
+                                          "--evalharness-out", str(pytester.path / "runs"),
+                                          "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    assert _counts(result) == {"passed": 5, "flaky": 1}
+    result.stdout.fnmatch_lines(["*rep.yaml::flaky::router FLAKY*",
+                                 "*rep.yaml::flaky::generator PASSED*",
+                                 "*= 5 passed, *1 flaky in *"])
+    assert "running rep on 2 of 2 cases, 3 times each," in result.stdout.str()
+
+
+def test_a_flaky_item_in_the_progress_line_is_k(pytester):
+    scenario = _flaky_scenario(pytester.path / "rep")
+    result = pytester.runpytest_inprocess("--evalharness", str(scenario), "-k", "router",
+                                          "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    # the letter in the progress line (after the run's own line: "." then "K")
+    result.stdout.fnmatch_lines(["rep/rep.yaml K * [[]100%[]]"])
+    assert _counts(result) == {"passed": 1, "flaky": 1, "deselected": 4}
+
+
+def test_evalharness_flaky_fail_fails_a_flaky_item_saying_so(pytester):
+    scenario = _flaky_scenario(pytester.path / "rep")
+    result = pytester.runpytest_inprocess("--evalharness", str(scenario),
+                                          "--evalharness-flaky=fail", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert _counts(result) == {"passed": 5, "failed": 1}
+    text = result.stdout.str()
+    assert ("flaky router: flaky: passed 2 of 3 repeats; repeat 2 failed: "
+            "route_accuracy = 0 (needs >= 1)") in text
+    assert "repeat 2 failed: route_accuracy = 0 (needs >= 1)\n" \
+           "route_accuracy: predicted ['blog'], gold ['sql']" in text
+
+
+def test_evalharness_repeat_runs_each_case_n_times(pytester):
+    """Without `repeat:` in the scenario, --evalharness-repeat makes the run repeat; a stable
+    failure is one failed item whatever the repeats (and --junitxml says which are flaky)."""
+    from test_repeat_outcomes import repeat_scenario
+
+    scenario = repeat_scenario(pytester.path / "rep", ids=["stable_fail", "flaky"])
+    scenario.write_text(scenario.read_text().replace("repeat: 3\n", ""))
+    once = pytester.runpytest_inprocess("--evalharness", str(scenario), "-p",
+                                        "no:cacheprovider")
+    assert _counts(once) == {"passed": 5, "failed": 1}  # repeat 1: flaky passes
+    xml = pytester.path / "x.xml"
+    out = pytester.path / "runs"
+    result = pytester.runpytest_inprocess("--evalharness", str(scenario), "--evalharness-repeat",
+                                          "2", "--junitxml", str(xml), "--evalharness-out",
+                                          str(out), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert _counts(result) == {"passed": 4, "failed": 1, "flaky": 1}
+    assert "stable_fail router: failed in 2 of 2 repeats; repeat 1: " in result.stdout.str()
+    (folder,) = out.iterdir()
+    lines = [json.loads(x) for x in (folder / "results.jsonl").read_text().splitlines()]
+    assert sorted((x["case"]["id"], x["repeat"]) for x in lines) == [
+        ("flaky", 1), ("flaky", 2), ("stable_fail", 1), ("stable_fail", 2)]
+    flaky = [tc for tc in ElementTree.parse(xml).iter("testcase")
+             if tc.find("properties/property[@name='evalharness_flaky']") is not None]
+    assert [tc.get("name") for tc in flaky] == ["router"]
+    bad = pytester.runpytest_inprocess("--evalharness", str(scenario), "--evalharness-repeat",
+                                       "0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--evalharness-repeat: '0': give a whole number from 1 to 1000" in bad.stderr.str()

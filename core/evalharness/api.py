@@ -282,16 +282,19 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
 def compare_runs(a: str | Path, b: str | Path, *, alpha: float = 0.05,
                  metrics: Sequence[str] = (), resamples: int | None = None,
                  permutations: int | None = None, judge_pairwise: str | None = None,
-                 judge: str | None = None) -> Comparison:
+                 judge: str | None = None, correction: str = "bh") -> Comparison:
     """Compare run B with run A, metric by metric, paired by case (docs/compare.md); returns
     a :class:`~evalharness.compare.Comparison` whose ``gated_regressions`` lists the gated
-    metrics that regressed significantly. ``judge_pairwise``: also judge, per case and in
-    both orders, which run's output better meets that criterion (``judge``: another judge
-    backend than B's scenario's)."""
+    metrics that regressed significantly. ``correction``: ``"bh"`` (Benjamini–Hochberg over
+    the metrics compared, the default) or ``"none"`` (each metric at ``alpha`` on its own).
+    Runs with repeats are compared on each case's reduced values (docs/repeat.md).
+    ``judge_pairwise``: also judge, per case and in both orders, which run's output better
+    meets that criterion (``judge``: another judge backend than B's scenario's)."""
     kwargs: dict[str, Any] = {}
     if resamples is not None:
         kwargs["resamples"] = resamples
     if permutations is not None:
         kwargs["permutations"] = permutations
     return _compare_runs(Path(a), Path(b), alpha=alpha, metrics=list(metrics),
-                         judge_pairwise=judge_pairwise, judge=judge, **kwargs)
+                         judge_pairwise=judge_pairwise, judge=judge, correction=correction,
+                         **kwargs)

@@ -26,7 +26,7 @@ from evalharness.models import (
     WorstCase,
 )
 from evalharness.pipeline import Pipeline
-from evalharness.stats import bootstrap_ci, seed_for
+from evalharness.stats import bootstrap_ci, cluster_bootstrap_ci, seed_for
 
 WORST_CASES = 5
 """How many cases the report lists per component."""
@@ -134,8 +134,13 @@ def attribute(pipeline: Pipeline, result: CaseResult, path: Sequence[str],
 # --------------------------------------------------------------------------------------------
 
 
-def _ci(values: list[float], *names: str) -> list[float] | None:
-    ci = bootstrap_ci(values, seed=seed_for("bottleneck", *names))
+def _ci(values: Sequence[float], *names: str, groups: Sequence[int] | None = None
+        ) -> list[float] | None:
+    """The seeded bootstrap interval of the mean of ``values``; with ``groups`` (a run's
+    repeats: each value's case) whole cases are resampled."""
+    seed = seed_for("bottleneck", *names)
+    ci = (bootstrap_ci(values, seed=seed) if groups is None
+          else cluster_bootstrap_ci(values, groups, seed=seed))
     return None if ci is None else [ci[0], ci[1]]
 
 
@@ -173,11 +178,18 @@ class BottleneckTally:
         self.worst: dict[str, list[tuple[tuple, int, CaseResult]]] = {
             c: [] for c in self.components}
         self._seen = 0
+        self.decided_groups: array | None = None
+        self.failed_groups: array | None = None
+        """With repeats: the case of each value of ``decided`` and of the failed cases' arrays
+        (their intervals resample whole cases)."""
 
-    def add(self, r: CaseResult) -> None:
-        """Count one case (cases must come in case order: worst-case ties go to the first)."""
+    def add(self, r: CaseResult, group: int | None = None) -> None:
+        """Count one case (cases must come in case order: worst-case ties go to the first);
+        ``group``: its case, counted from 0, in a run with repeats (one result per repeat)."""
         position = self._seen
         self._seen += 1
+        if group is not None and self.decided_groups is None:
+            self.decided_groups, self.failed_groups = array("q"), array("q")
         a = r.attribution
         for c, v in r.verdicts.items():
             if c in self.verdicts:
@@ -193,6 +205,8 @@ class BottleneckTally:
         self.outcome[e2e.status] += 1
         if e2e.status in ("pass", "fail"):
             self.decided.append(1.0 if e2e.status == "pass" else 0.0)
+            if group is not None:
+                self.decided_groups.append(group)
         if a is not None:
             self.kinds[a.kind] += 1
             if a.kind == "masked":
@@ -201,6 +215,8 @@ class BottleneckTally:
             for c, shares in self.shares.items():
                 shares.append(a.shares.get(c, 0.0) if a else 0.0)
             self.unattributed.append(1.0 if a and a.kind == "unattributed" else 0.0)
+            if group is not None:
+                self.failed_groups.append(group)
 
     def _keep_worst(self, component: str, r: CaseResult, position: int) -> None:
         """Keep ``r`` if it is among the ``limit`` lowest by :func:`_worst_key`, ties in case
@@ -221,13 +237,14 @@ class BottleneckTally:
             cases=self.judged, passed=outcome["pass"], failed=outcome["fail"],
             errors=outcome["error"],
             pass_rate=sum(decided) / len(decided) if decided else None,
-            ci95=_ci(decided, "end_to_end"))
+            ci95=_ci(decided, "end_to_end", groups=self.decided_groups))
         ranking = []
         for component, shares in self.shares.items():
             total = sum(shares)
             ranking.append(RankedComponent(
                 component=component, share=total / n_failed if n_failed else None,
-                ci95=_ci(shares, component), failures=round(total, 6)))
+                ci95=_ci(shares, component, groups=self.failed_groups),
+                failures=round(total, 6)))
         order = {c: i for i, c in enumerate(self.components)}
         ranking.sort(key=lambda row: (-(row.share or 0.0), order[row.component]))
         kinds, masked_by = self.kinds, self.masked_by
@@ -235,7 +252,8 @@ class BottleneckTally:
             end_to_end=end_to_end, ranking=ranking,
             unattributed=kinds["unattributed"],
             unattributed_share=kinds["unattributed"] / n_failed if n_failed else None,
-            unattributed_ci95=_ci(self.unattributed, "unattributed"),
+            unattributed_ci95=_ci(self.unattributed, "unattributed",
+                                  groups=self.failed_groups),
             unknown=kinds["unknown"], masked=kinds["masked"],
             masked_by={c: masked_by[c] for c in self.components if masked_by[c]},
             verdicts=self.verdicts,

@@ -35,6 +35,8 @@ from evalharness.render import (
     n_cases,
     pct,
     pct_ci,
+    repeat_line,
+    runs_of,
     usage_line,
 )
 from evalharness.runner import Progress
@@ -288,22 +290,28 @@ def print_summary(report: Report, console: Console) -> None:
     """The terminal tables: metrics per component, the bottleneck, cost per component, then
     gates."""
     judge = report.judge.get("label") or report.judge.get("backend")
-    table = Table(title=f"{report.scenario['name']} — {report.cases['evaluated']} cases, "
-                        f"judge: {judge}", title_justify="left")
+    repeats = report.repeats
+    table = Table(title=f"{report.scenario['name']} — {report.cases['evaluated']} cases"
+                        + (f" × {repeats.n} repeats" if repeats is not None else "")
+                        + f", judge: {judge}", title_justify="left")
     table.add_column("component")
     table.add_column("metric", no_wrap=True)
-    for col in ("mean", "95% CI", "n", "errors"):
+    for col in ("mean", "95% CI", "n", "errors", *(["± within case"] if repeats else [])):
         table.add_column(col, justify="right", no_wrap=True)
     for name, comp in report.components.items():
         rows = list(comp.metrics.items()) or [("(no evaluator)", None)]
         for i, (metric, s) in enumerate(rows):
+            spread = s.repeats if s is not None else None
             table.add_row(
                 name if i == 0 else "",
                 metric + (" [dim](per run)[/dim]" if s is not None and s.scope == "run" else ""),
                 fmt(s.mean) if s else "", fmt_ci(s.ci95) if s else "", str(s.n) if s else "",
-                (f"[red]{s.errors}[/red]" if s.errors else "0") if s else "")
+                (f"[red]{s.errors}[/red]" if s.errors else "0") if s else "",
+                *([fmt(spread.within_sd) if spread is not None else ""] if repeats else []))
         table.add_section()
     console.print(table)
+    if repeats is not None:
+        print_repeats(report, console)
     if report.bottleneck is not None:
         print_bottleneck(report, console)
     cost = Table(title="latency and tokens", title_justify="left")
@@ -344,12 +352,37 @@ def print_summary(report: Report, console: Console) -> None:
         console.print(gates)
 
 
+FLAKY_PRINTED = 12
+"""Flaky cases the terminal names (report.md lists 50, report.json every one)."""
+
+
+def print_repeats(report: Report, console: Console) -> None:
+    """A repeated run's outcomes over the repeats, and the flaky cases by name."""
+    r = report.repeats
+    assert r is not None
+    console.print(f"[bold]repeats:[/bold] {escape(repeat_line(report) or '')}; means and "
+                  "CIs are over cases (each case's repeats reduced to one value; the CIs "
+                  "resample whole cases).")
+    e2e = [f for f in r.flaky if f.component == "end_to_end"]
+    others = len({f.case for f in r.flaky}) - len(e2e)
+    if e2e:
+        named = ", ".join(f"{f.case} ({f.passed}/{f.passed + f.failed + f.errors})"
+                          for f in e2e[:FLAKY_PRINTED])
+        more = f" and {len(e2e) - FLAKY_PRINTED} more" if len(e2e) > FLAKY_PRINTED else ""
+        console.print(f"[yellow]flaky end to end (passed/repeats):[/yellow] {escape(named)}"
+                      f"{more}" + (f"; {others} more cases flip a component's verdict only"
+                                   if others else "") + " — report.md lists them")
+    elif r.flaky:
+        console.print(f"[yellow]{len({f.case for f in r.flaky})} cases flip a component's "
+                      "verdict between repeats (none end to end)[/yellow] — report.md lists them")
+
+
 def print_bottleneck(report: Report, console: Console) -> None:
     """The bottleneck table: components by share of end-to-end failures, with CIs."""
     b = report.bottleneck
     e2e = b.end_to_end
-    table = Table(title=f"bottleneck — {e2e.failed} of {e2e.passed + e2e.failed} cases fail "
-                        "end to end", title_justify="left")
+    table = Table(title=f"bottleneck — {e2e.failed} of {e2e.passed + e2e.failed} "
+                        f"{runs_of(report)} fail end to end", title_justify="left")
     table.add_column("component")
     for col in ("share", "95% CI", "failures", "headroom (95% CI)"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -484,15 +517,22 @@ def validate(path: Path, plugins: tuple[str, ...], no_gold_check: bool) -> None:
                    "rubric file (.yaml), or a judged metric of B's run.")
 @click.option("--judge", "judge_backend", metavar="NAME",
               help="With --judge-pairwise: this judge backend instead of B's scenario's.")
+@click.option("--correction", type=click.Choice(["bh", "none"]), default="bh",
+              show_default=True,
+              help="For the many metrics tested at once: bh flags a metric when its "
+                   "Benjamini–Hochberg q-value is at most --alpha (false discovery rate); "
+                   "none, when its own p < --alpha.")
 def compare(run_a: Path, run_b: Path, as_json: bool, out_file: Path | None, alpha: float,
             metrics: tuple[str, ...], resamples: int, permutations: int,
-            judge_pairwise: str | None, judge_backend: str | None) -> None:
+            judge_pairwise: str | None, judge_backend: str | None, correction: str) -> None:
     """Compare run B with run A, metric by metric, case by case.
 
     RUN_A and RUN_B are --out folders of `evalharness scenario`. Cases are paired by id;
     per component and metric it shows both means, Δ = mean(B − A) over the pairs with a
-    paired-bootstrap 95% CI, and a paired permutation-test p-value. A significant change in
-    the bad direction is a regression. See docs/compare.md.
+    paired-bootstrap 95% CI, and a paired permutation-test p-value, corrected for the many
+    metrics tested at once (Benjamini–Hochberg q-value; --correction none: each on its own).
+    A significant change in the bad direction is a regression. With --repeat runs, a case's
+    value is its repeats' mean (the metric's reducer). See docs/compare.md.
 
     Exit code 1 when a metric gated in B's scenario regressed significantly, 2 for invalid
     input, 0 otherwise.
@@ -511,7 +551,8 @@ def compare(run_a: Path, run_b: Path, as_json: bool, out_file: Path | None, alph
     try:
         result = compare_runs(run_a, run_b, alpha=alpha, metrics=list(metrics),
                               resamples=resamples, permutations=permutations,
-                              judge_pairwise=judge_pairwise, judge=judge_backend)
+                              judge_pairwise=judge_pairwise, judge=judge_backend,
+                              correction=correction)  # type: ignore[arg-type]
     except EvalHarnessError as exc:
         raise InputProblem(str(exc)) from None
     text = result.model_dump_json(indent=2) + "\n"

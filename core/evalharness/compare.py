@@ -8,8 +8,15 @@ computed a value are paired by case id, and the per-case differences ``B − A``
 - its 95% CI: a seeded percentile bootstrap of that mean (:func:`stats.bootstrap_ci`);
 - a p-value: a two-sided paired permutation test (:func:`stats.paired_permutation_p`).
 
-A metric *regressed* when its delta points the bad way (see :func:`direction_of`) with
-``p < alpha``. The command exits 1 when a metric gated in B's scenario regressed. See
+The metrics are tested at once, so their p-values are corrected for their number: by
+default Benjamini–Hochberg (:func:`correct`, :func:`stats.benjamini_hochberg`) over every row
+with a p-value, and a metric *regressed* when its delta points the bad way (see
+:func:`direction_of`) with its q-value at most ``alpha`` (``correction="none"``: with
+``p < alpha``). The command exits 1 when a metric gated in B's scenario regressed.
+
+In runs with repeats (``--repeat N``) each case's repeats are reduced to one value by the
+metric's reducer (:func:`load_run`), so the pairs, the bootstrap and the sign flips are over
+cases (the cluster bootstrap), and each metric's within-case noise is reported. See
 docs/compare.md.
 """
 
@@ -22,6 +29,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import evalharness.jsonlimits as jsonlimits
@@ -36,13 +44,18 @@ from evalharness.stats import (
     EXACT_MAX,
     PERMUTATIONS,
     RESAMPLES,
+    benjamini_hochberg,
     bootstrap_ci,
     paired_permutation_p,
     seed_for,
 )
 
-COMPARISON_SCHEMA_VERSION = "1"
-"""Version of the ``comparison.json`` format."""
+COMPARISON_SCHEMA_VERSION = "2"
+"""Version of the ``comparison.json`` format (2: ``correction``, ``q_value``, repeats)."""
+
+Correction = Literal["bh", "none"]
+"""How the metrics tested at once are corrected for it: ``bh``, Benjamini–Hochberg (the
+false discovery rate at ``alpha``); ``none``, each test at ``alpha`` on its own."""
 
 # --------------------------------------------------------------------------------------------
 # Which way is better: the one place that decides
@@ -104,7 +117,14 @@ class RunInfo(_Model):
     """The judge's identity: ``backend``, ``model``, ``embedding_model``, ``label``."""
 
     cases: int
-    """Cases in the run's results.jsonl."""
+    """Cases in the run's results.jsonl (distinct case ids: a case run N times counts once)."""
+
+    repeats: int | None = None
+    """Repeats per case in a run with ``--repeat N``; ``null`` without repeats."""
+
+    flaky: list[str] = Field(default_factory=list)
+    """With repeats: the cases whose end-to-end verdict flips between their repeats, as the
+    run's report.json lists them (``repeats.flaky``, component ``end_to_end``)."""
 
 
 class CaseOverlap(_Model):
@@ -137,7 +157,8 @@ class MetricComparison(_Model):
     """Which way is better: ``higher``, ``lower`` or ``neutral`` (see docs/compare.md)."""
 
     mean_a: float | None
-    """Mean over every case where run A computed the metric (as in A's report)."""
+    """Mean over every case where run A computed the metric (as in A's report; with repeats,
+    of each case's value reduced over its repeats)."""
 
     mean_b: float | None
     """Mean over every case where run B computed the metric (as in B's report)."""
@@ -171,8 +192,29 @@ class MetricComparison(_Model):
     p_method: Literal["exact", "monte_carlo"] | None
     """``exact`` (all ``2**n`` sign patterns, up to 16 pairs) or ``monte_carlo``."""
 
+    q_value: float | None = None
+    """``p_value`` adjusted by Benjamini–Hochberg over every metric of the comparison with a
+    p-value (the family tested at once); ``null`` without a p-value, or when the row was
+    not compared with others (:func:`compare_metric` alone)."""
+
+    repeats_a: int | None = None
+    """Repeats per case in run A (``--repeat N``); ``null`` without repeats. Each case's
+    value is then its repeats' values reduced by the metric's reducer (mean by default)."""
+
+    repeats_b: int | None = None
+    """Repeats per case in run B; ``null`` without repeats."""
+
+    noise_a: float | None = None
+    """The metric's pooled within-case standard deviation in run A (the square root of the
+    mean variance of a case's values between its repeats, over the cases with two values or
+    more): how much one case moves from repeat to repeat. ``null`` without repeats."""
+
+    noise_b: float | None = None
+    """The same in run B."""
+
     status: Status
-    """``improved`` / ``regressed``: significant (``p < alpha``) in the good / bad direction;
+    """``improved`` / ``regressed``: significant in the good / bad direction (``q_value <=
+    alpha`` under the ``bh`` correction, ``p < alpha`` under ``none``);
     ``changed``: significant for a neutral metric; ``not_significant``; ``not_comparable``: a
     judged metric while the two runs' judges differ; ``no_pairs``: no case has a value in
     both runs; ``run_level``: a run-level metric (one value per run, e.g. a macro-F1): both
@@ -226,7 +268,14 @@ class Comparison(_Model):
     """The run compared with it."""
 
     alpha: float
-    """Significance level: a delta counts when ``p < alpha``."""
+    """Significance level: a delta counts when its q-value is at most ``alpha`` (correction
+    ``bh``), or when ``p < alpha`` (correction ``none``)."""
+
+    correction: Correction = "none"
+    """How the many metrics tested at once are corrected: ``bh``, Benjamini–Hochberg over
+    every row with a p-value (the expected share of false alarms among the flagged metrics
+    is at most ``alpha``); ``none``, every metric tested on its own at ``alpha``. (Absent in
+    comparisons written before the correction existed: they were not corrected.)"""
 
     resamples: int
     """Bootstrap resamples behind each CI."""
@@ -277,6 +326,17 @@ class Comparison(_Model):
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CaseSpread:
+    """A case's values of one metric over its repeats (a run with ``--repeat N``)."""
+
+    n: int
+    """Repeats where the metric was computed (failed repeats are left out)."""
+
+    var: float | None
+    """The sample variance of those values (``ddof=1``); ``None`` below two values."""
+
+
 @dataclass
 class Run:
     """What a comparison needs from one output folder."""
@@ -284,9 +344,16 @@ class Run:
     path: Path
     report: dict[str, Any]
     values: dict[tuple[str, str], dict[str, float | None]] = field(default_factory=dict)
-    """(component, metric) -> case id -> value (``None`` where the metric failed)."""
+    """(component, metric) -> case id -> value (``None`` where the metric failed). With
+    repeats: the case's values over its computed repeats reduced by the metric's reducer
+    (``None`` when no repeat computed it)."""
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Case id -> the case record as evaluated."""
+    repeats: int | None = None
+    """Repeats per case in a run with ``--repeat N`` (report.json's ``repeats.n``, else the
+    highest repeat in results.jsonl); ``None`` without repeats."""
+    spread: dict[tuple[str, str], dict[str, CaseSpread]] = field(default_factory=dict)
+    """With repeats: (component, metric) -> case id -> its values' count and variance."""
 
     def metric_keys(self) -> list[tuple[str, str]]:
         """(component, metric) in the report's (pipeline) order, then any only in results."""
@@ -304,6 +371,62 @@ class Run:
         comp = self.report["components"].get(component)
         found = (comp or {}).get("metrics", {}).get(metric) if isinstance(comp, dict) else None
         return found if isinstance(found, dict) else {}
+
+    def reducer(self, component: str, metric: str) -> str:
+        """How a case's repeats become one value: the metric's declared reducer as the report
+        stores it (``declaration.reducer``, else ``repeats.reducer``), ``mean`` otherwise."""
+        summary = self.summary(component, metric)
+        for holder in (summary.get("declaration"), summary.get("repeats")):
+            if isinstance(holder, dict) and holder.get("reducer") in REDUCERS:
+                return holder["reducer"]
+        return "mean"
+
+    def noise(self, component: str, metric: str) -> float | None:
+        """The metric's pooled within-case standard deviation over the run's cases with two
+        computed repeats or more (as report.json's ``repeats.within_sd``); ``None`` without
+        repeats or without such a case."""
+        if self.repeats is None:
+            return None
+        variances = [s.var for s in self.spread.get((component, metric), {}).values()
+                     if s.var is not None]
+        return math.sqrt(math.fsum(variances) / len(variances)) if variances else None
+
+    def flaky(self) -> list[str]:
+        """The cases whose end-to-end verdict flips between repeats (report.json's
+        ``repeats.flaky``)."""
+        block = self.report.get("repeats")
+        entries = block.get("flaky") if isinstance(block, dict) else None
+        return list(dict.fromkeys(str(e["case"]) for e in entries or []
+                                  if isinstance(e, dict) and "case" in e
+                                  and e.get("component") == "end_to_end"))
+
+
+REDUCERS = {"mean": lambda x: math.fsum(x) / len(x), "median": np.median, "min": min,
+            "max": max}
+"""How a case's values over its repeats become one (as in the report, a metric's declared
+``reducer``). The mean is :func:`math.fsum`'s, which does not depend on the repeats' order."""
+
+
+def reduce_repeats(values: list[float], reducer: str = "mean"
+                   ) -> tuple[float | None, CaseSpread]:
+    """A case's computed values over its repeats reduced to one, and their spread. Equal
+    values reduce to that value exactly (a deterministic case has no rounding noise to test),
+    with variance 0.
+
+    >>> reduce_repeats([0.1, 0.1, 0.1])
+    (0.1, CaseSpread(n=3, var=0.0))
+    >>> reduce_repeats([1.0, 0.0, 1.0, 1.0], "median")[0], reduce_repeats([], "max")
+    (1.0, (None, CaseSpread(n=0, var=None)))
+    >>> round(reduce_repeats([1.0, 0.0, 1.0])[1].var, 12)  # sample variance (ddof=1): 1/3
+    0.333333333333
+    """
+    if not values:
+        return None, CaseSpread(n=0, var=None)
+    if len(set(values)) == 1:
+        return float(values[0]), CaseSpread(n=len(values), var=0.0 if len(values) > 1 else None)
+    return (float(REDUCERS.get(reducer, REDUCERS["mean"])(values)),
+            CaseSpread(n=len(values), var=float(np.var(np.asarray(values, dtype=float),
+                                                        ddof=1))))
 
 
 RUN_HELP = ("give the --out folder of an `evalharness scenario` run (it holds results.jsonl "
@@ -329,7 +452,9 @@ def load_run(path: Path) -> Run:
                          "--resume`, then compare")
     report = _read_report(report_path)
     run = Run(path=path, report=report)
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, int | None], int] = {}
+    repeated: bool | None = None  # whether the lines carry a repeat (all do, or none)
+    raw: dict[tuple[str, str], dict[str, list[float | None]]] = {}
     for lineno, record in read_jsonl(results_path):
         try:
             result = CaseResult.model_validate(record)
@@ -337,17 +462,46 @@ def load_run(path: Path) -> Run:
             raise InputError(jsonl_error(
                 results_path, lineno, exc, record, "one case result written by `evalharness "
                 "scenario`", '{"case": {...}, "trace": {...}, "components": {...}}')) from None
-        cid = result.case.id
-        if cid in seen:
-            raise InputError(f"{results_path}, line {lineno}: case {cid!r} appears again "
-                             f"(first on line {seen[cid]}); a run holds one result per case")
-        seen[cid] = lineno
-        run.cases[cid] = result.case.model_dump(mode="json")
+        cid, repeat = result.key
+        if repeated is None:
+            repeated = repeat is not None
+        elif repeated != (repeat is not None):
+            first = min(seen.values())
+            raise InputError(
+                f"{results_path}, line {lineno}: case {cid!r} "
+                + (f"has repeat {repeat}, but line {first} has none" if repeat is not None
+                   else f"has no repeat, but line {first} has one")
+                + ": a run's lines all carry a repeat (--repeat N) or none does")
+        if (cid, repeat) in seen:
+            if repeat is None:
+                raise InputError(f"{results_path}, line {lineno}: case {cid!r} appears again "
+                                 f"(first on line {seen[(cid, None)]}); a run holds one result "
+                                 "per case")
+            raise InputError(f"{results_path}, line {lineno}: case {cid!r} repeat {repeat} "
+                             f"appears again (first on line {seen[(cid, repeat)]}); a run "
+                             "holds one result per case and repeat")
+        seen[(cid, repeat)] = lineno
+        run.cases.setdefault(cid, result.case.model_dump(mode="json"))
         for component, comp in result.components.items():
             for metric, value in comp.metrics.items():
-                run.values.setdefault((component, metric), {})[cid] = value.value
+                if repeated:
+                    raw.setdefault((component, metric), {}).setdefault(cid, []).append(
+                        value.value)
+                else:
+                    run.values.setdefault((component, metric), {})[cid] = value.value
     if not seen:
         raise InputError(f"{results_path} holds no results: the run evaluated no case")
+    if repeated:
+        block = report.get("repeats")
+        n = block.get("n") if isinstance(block, dict) else None
+        run.repeats = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else max(
+            r for _, r in seen if r is not None)
+        for key, per_case in raw.items():
+            reducer = run.reducer(*key)
+            values, spread = run.values.setdefault(key, {}), run.spread.setdefault(key, {})
+            for cid, got in per_case.items():
+                values[cid], spread[cid] = reduce_repeats([v for v in got if v is not None],
+                                                          reducer)
     return run
 
 
@@ -391,10 +545,20 @@ def compare_metric(component: str, metric: str, a: dict[str, float | None],
                    b: dict[str, float | None], *, alpha: float = 0.05,
                    resamples: int = RESAMPLES, permutations: int = PERMUTATIONS,
                    judged: bool = False, comparable: bool = True,
-                   gates: list[str] | None = None, direction: Direction = "higher"
+                   gates: list[str] | None = None, direction: Direction = "higher",
+                   repeats_a: int | None = None, repeats_b: int | None = None,
+                   noise_a: float | None = None, noise_b: float | None = None
                    ) -> MetricComparison:
     """One metric's comparison from its per-case values in A and B (``None`` = failed);
-    ``direction``: which way is better, as the metric's plugin declares it."""
+    ``direction``: which way is better, as the metric's plugin declares it.
+
+    In a run with repeats a case's value is its repeats' values reduced to one
+    (:func:`load_run`), so a paired difference carries the repeat noise of both sides: the
+    bootstrap over cases of these differences is the cluster bootstrap, and the sign flips
+    flip whole cases. ``repeats_*`` and ``noise_*`` (the runs' repeats per case and the
+    metric's pooled within-case SD) are recorded, not used. The status is tested at
+    ``p < alpha`` on this metric alone; :func:`compare_runs` corrects it for the others
+    (:func:`correct`)."""
     ids, diffs = paired_differences(a, b)
     computed_a = [v for v in a.values() if v is not None]
     computed_b = [v for v in b.values() if v is not None]
@@ -407,13 +571,8 @@ def compare_metric(component: str, metric: str, a: dict[str, float | None],
         status: Status = "no_pairs"
     elif not comparable:
         status = "not_comparable"
-    elif p is not None and p < alpha and delta:
-        if way == "neutral":
-            status = "changed"
-        else:
-            status = "improved" if (delta > 0) == (way == "higher") else "regressed"
     else:
-        status = "not_significant"
+        status = _tested_status(p, delta, way, alpha, "none")
     paired = set(ids)
     return MetricComparison(
         component=component, metric=metric, direction=way,
@@ -423,7 +582,47 @@ def compare_metric(component: str, metric: str, a: dict[str, float | None],
         only_b=sum(1 for c, v in b.items() if v is not None and c not in paired),
         delta=delta, ci95=list(ci) if ci is not None else None, p_value=p,
         p_method=None if not ids else "exact" if len(ids) <= EXACT_MAX else "monte_carlo",
+        repeats_a=repeats_a, repeats_b=repeats_b, noise_a=noise_a, noise_b=noise_b,
         status=status, judged=judged, gates=list(gates or []))
+
+
+TESTED = ("improved", "regressed", "changed", "not_significant")
+"""The statuses a test decides (the others: no pairs, judges differ, run-level)."""
+
+
+def _tested_status(p: float | None, delta: float | None, way: Direction, alpha: float,
+                   correction: Correction, q: float | None = None) -> Status:
+    significant = (q is not None and q <= alpha) if correction == "bh" else \
+        (p is not None and p < alpha)
+    if not (significant and delta):
+        return "not_significant"
+    if way == "neutral":
+        return "changed"
+    return "improved" if (delta > 0) == (way == "higher") else "regressed"
+
+
+def correct(rows: list[MetricComparison], alpha: float, correction: Correction
+            ) -> list[MetricComparison]:
+    """The rows with their q-values (Benjamini–Hochberg over every row with a p-value: the
+    family tested at once) and their statuses decided under ``correction``: ``bh``, a delta
+    counts when its q-value is at most ``alpha``; ``none``, when its p-value is below it.
+
+    >>> ids = ("x", "y", "z")
+    >>> rows = [compare_metric("r", m, dict.fromkeys(ids, 0.0), dict.fromkeys(ids, d))
+    ...         for m, d in (("a", 1.0), ("b", 0.0))]
+    >>> [(r.p_value, r.q_value) for r in correct(rows, 0.05, "bh")]
+    [(0.25, 0.5), (1.0, 1.0)]
+    """
+    family = [i for i, r in enumerate(rows) if r.p_value is not None]
+    adjusted, _ = benjamini_hochberg([rows[i].p_value for i in family], alpha)
+    q_of = dict(zip(family, adjusted, strict=True))
+    out = []
+    for i, r in enumerate(rows):
+        q = q_of.get(i)
+        status = r.status if r.status not in TESTED else _tested_status(
+            r.p_value, r.delta, r.direction, alpha, correction, q)
+        out.append(r.model_copy(update={"q_value": q, "status": status}))
+    return out
 
 
 JUDGE_IDENTITY = ("backend", "model", "embedding_model")
@@ -452,7 +651,8 @@ def _run_info(run: Run) -> RunInfo:
     return RunInfo(path=str(run.path), scenario=scenario.get("name"),
                    scenario_sha256=scenario.get("sha256"),
                    judge={k: judge.get(k) for k in (*JUDGE_IDENTITY, "label") if k in judge},
-                   cases=len(run.cases))
+                   cases=len(run.cases), repeats=run.repeats,
+                   flaky=run.flaky() if run.repeats is not None else [])
 
 
 def select(keys: list[tuple[str, str]], patterns: list[str]) -> list[tuple[str, str]]:
@@ -481,8 +681,9 @@ def select(keys: list[tuple[str, str]], patterns: list[str]) -> list[tuple[str, 
 def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
                  metrics: list[str] | None = None, resamples: int = RESAMPLES,
                  permutations: int = PERMUTATIONS, judge_pairwise: str | None = None,
-                 judge: str | None = None) -> Comparison:
-    """Compare run B with run A (both output folders of ``evalharness scenario``); with
+                 judge: str | None = None, correction: Correction = "bh") -> Comparison:
+    """Compare run B with run A (both output folders of ``evalharness scenario``); the
+    metrics' tests are corrected for their number by ``correction`` (:func:`correct`); with
     ``judge_pairwise`` (a criterion, see :mod:`evalharness.judge_pairwise`) the LLM judge
     also says, case by case and in both orders, which run's output is better (``judge``: a
     judge backend instead of B's scenario's)."""
@@ -497,6 +698,8 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
                                          pair_judge, run_b.report, resamples=resamples)
         finally:
             pair_judge.close()
+    if correction not in ("bh", "none"):
+        raise InputError(f"correction {correction!r}: use 'bh' (Benjamini–Hochberg) or 'none'")
     warnings = _warnings(run_a, run_b)
     keys_a, keys_b = run_a.metric_keys(), run_b.metric_keys()
     common = [k for k in keys_b if k in set(keys_a)]
@@ -531,7 +734,10 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
             component, metric, run_a.values.get((component, metric), {}),
             run_b.values.get((component, metric), {}), alpha=alpha, resamples=resamples,
             permutations=permutations, judged=judged, comparable=not (judged and judges_differ),
-            gates=gates.get((component, metric)), direction=way))
+            gates=gates.get((component, metric)), direction=way, repeats_a=run_a.repeats,
+            repeats_b=run_b.repeats, noise_a=run_a.noise(component, metric),
+            noise_b=run_b.noise(component, metric)))
+    rows = correct(rows, alpha, correction)
     if judges_differ:
         judged = [f"{r.component}.{r.metric}" for r in rows if r.judged]
         warnings.append(
@@ -561,7 +767,8 @@ def compare_runs(a_dir: Path, b_dir: Path, *, alpha: float = 0.05,
 
     regressions = named(rows, "regressed")
     return Comparison(
-        a=_run_info(run_a), b=_run_info(run_b), alpha=alpha, resamples=resamples,
+        a=_run_info(run_a), b=_run_info(run_b), alpha=alpha, correction=correction,
+        resamples=resamples,
         permutations=permutations, cases=overlap, metrics=rows,
         only_in_a=[f"{c}.{m}" for c, m in keys_a if (c, m) not in set(common)],
         only_in_b=[f"{c}.{m}" for c, m in keys_b if (c, m) not in set(common)],
@@ -619,6 +826,18 @@ def _warnings(a: Run, b: Run) -> list[str]:
         if version != SCHEMA_VERSION:
             out.append(f"{run.path}/report.json has format version {version!r}, this "
                        f"evalharness reads {SCHEMA_VERSION!r}")
+    if (a.repeats is None) != (b.repeats is None):
+        label, n, other = ("A", a.repeats, "B") if a.repeats is not None else \
+            ("B", b.repeats, "A")
+        out.append(f"run {label} ran each case {n} times (--repeat) and run {other} once: "
+                   f"a case's value in {label} is its repeats' values reduced to one (their "
+                   f"mean, or the metric's reducer), in {other} a single run's, so the pairs "
+                   f"set a less noisy value against a noisier one; {other}'s repeat noise is "
+                   "not measured")
+    elif a.repeats is not None and a.repeats != b.repeats:
+        out.append(f"the runs repeated each case a different number of times ({a.repeats} in "
+                   f"A, {b.repeats} in B): their per-case values are reduced over different "
+                   "numbers of repeats")
     crit_a, crit_b = (r.report.get("verdict_criteria") for r in (a, b))
     if crit_a and crit_b and crit_a != crit_b:
         out.append("the verdict criteria differ: the bottleneck rankings judge failures "
@@ -696,7 +915,7 @@ FLAGS = {
     "not_significant": "",
     "not_comparable": "[yellow]judge differs[/yellow]",
     "no_pairs": "[dim]no pairs[/dim]",
-    "run_level": "[dim]per run: not tested[/dim]",
+    "run_level": "[dim]per run[/dim]",
 }
 MARKS = {"higher": "", "lower": " ↓", "neutral": " ·"}
 
@@ -719,20 +938,41 @@ def _preferred(counts: dict[str, Any], on_ties: str = "") -> str:
             + f", sign test p = {fmt_p(counts['sign_test_p'])}")
 
 
+def _noise_note(cmp: Comparison) -> str:
+    """With repeats: how a case's value was made, and the repeat noise of the metrics whose
+    values vary between a case's repeats (within-case SD, A/B)."""
+    times = "; ".join(f"{label}: {'1 run' if run.repeats is None else f'{run.repeats} repeats'}"
+                      " per case" for label, run in (("A", cmp.a), ("B", cmp.b)))
+    noisy = [r for r in cmp.metrics if (r.noise_a or 0) > 0 or (r.noise_b or 0) > 0]
+    text = (f"repeats — {times}; a case's value is its repeats' mean (or the metric's "
+            "reducer), its pairs tested over cases. ")
+    if not noisy:
+        return text + "Repeat noise: no metric varies between a case's repeats."
+    return text + "Repeat noise (within-case SD, A/B): " + ", ".join(
+        f"{r.component}.{r.metric} {fmt(r.noise_a)}/{fmt(r.noise_b)}" for r in noisy)
+
+
 def print_comparison(cmp: Comparison, console) -> None:
     """The terminal view: one row per metric, the bottleneck, warnings, a verdict line."""
     from rich.table import Table
 
     def who(run: RunInfo) -> str:
         judge = run.judge.get("label") or run.judge.get("backend")
-        return f"{run.path} ({run.scenario}, {run.cases} cases, judge: {judge})"
+        times = "" if run.repeats is None else \
+            f" × {run.repeats} repeats, {len(run.flaky)} flaky end to end"
+        return f"{run.path} ({run.scenario}, {run.cases} cases{times}, judge: {judge})"
 
-    console.print(f"[bold]A[/bold] {who(cmp.a)}\n[bold]B[/bold] {who(cmp.b)}")
-    table = Table(title=f"B vs A — {cmp.cases.both} cases in both runs, α = {cmp.alpha:g}",
+    console.print(f"[bold]A[/bold] {who(cmp.a)}\n[bold]B[/bold] {who(cmp.b)}",
+                  highlight=False)
+    bh = cmp.correction == "bh"
+    family = sum(1 for r in cmp.metrics if r.p_value is not None)
+    table = Table(title=f"B vs A — {cmp.cases.both} cases in both runs, α = {cmp.alpha:g}, "
+                  + (f"Benjamini–Hochberg over {family} tests" if bh else "no correction"),
                   title_justify="left")
     table.add_column("component")
     table.add_column("metric", no_wrap=True)
-    for col in ("A", "B", "Δ B−A", "95% CI of Δ", "p", "pairs"):
+    columns = ["A", "B", "Δ B−A", "95% CI of Δ", "p", *(["q"] if bh else []), "n"]
+    for col in columns:
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     last = None
@@ -742,14 +982,23 @@ def print_comparison(cmp: Comparison, console) -> None:
         ci = "—" if r.ci95 is None else f"{fmt_delta(r.ci95[0])}…{fmt_delta(r.ci95[1])}"
         flag = FLAGS[r.status] + (" [bold](gate)[/bold]" if r.gates and r.status == "regressed"
                                   else "")
+        cells = [fmt(r.mean_a), fmt(r.mean_b), fmt_delta(r.delta), ci, fmt_p(r.p_value),
+                 *([fmt_p(r.q_value)] if bh else []), str(r.n_paired)]
         table.add_row(r.component if r.component != last else "", r.metric + MARKS[r.direction],
-                      fmt(r.mean_a), fmt(r.mean_b), fmt_delta(r.delta), ci, fmt_p(r.p_value),
-                      str(r.n_paired), flag)
+                      *cells, flag)
         last = r.component
     console.print(table)
-    console.print("[dim]Δ: mean of B − A over the cases with a value in both runs; CI: paired "
+    console.print("[dim]Δ: mean of B − A over the n cases with a value in both runs; CI: paired "
                   "bootstrap; p: two-sided paired permutation test (exact up to "
-                  f"{EXACT_MAX} pairs). ↓ lower is better, · no better direction.[/dim]")
+                  f"{EXACT_MAX} pairs)"
+                  + ("; q: p adjusted by Benjamini–Hochberg over the metrics tested, flagged "
+                     "when q ≤ α" if bh else "; flagged when p < α, each metric on its own")
+                  + ". ↓ lower is better, · no better direction"
+                  + ("; per run: not tested, a run-level metric (one value per run, no pairs)"
+                     if any(r.status == "run_level" for r in cmp.metrics) else "")
+                  + ".[/dim]")
+    if cmp.a.repeats is not None or cmp.b.repeats is not None:
+        console.print(_noise_note(cmp), highlight=False)
     bn = cmp.bottleneck
     if bn.available:
         verdict = "[bold]moved[/bold]" if bn.moved else "did not move"
@@ -788,8 +1037,8 @@ def print_comparison(cmp: Comparison, console) -> None:
     for warning in cmp.warnings:
         console.print(f"[yellow]warning: {warning}[/yellow]", highlight=False)
     n_reg, n_imp = len(cmp.regressions), len(cmp.improvements)
-    line = (f"{n_reg} regression{'s' * (n_reg != 1)}, {n_imp} improvement{'s' * (n_imp != 1)} "
-            f"at α = {cmp.alpha:g}")
+    line = (f"{n_reg} regression{'s' * (n_reg != 1)}, {n_imp} improvement{'s' * (n_imp != 1)}"
+            + (f" at q ≤ {cmp.alpha:g}" if bh else f" at α = {cmp.alpha:g}, uncorrected"))
     if cmp.gated_regressions:
         console.print(f"{line}; [bold red]gated metric regressed: "
                       f"{', '.join(cmp.gated_regressions)}[/bold red]")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalharness.compare import (
     RUN_HELP,
+    Correction,
     MetricComparison,
     Run,
     compare_runs,
@@ -232,7 +233,13 @@ class History(_Model):
     """How runs were grouped: by scenario name, or all together."""
 
     alpha: float
-    """Significance level: a change counts when ``p < alpha``."""
+    """Significance level: a change counts when its q-value (``correction: bh``) is at most
+    ``alpha``, or its p-value below it (``correction: none``)."""
+
+    correction: Literal["bh", "none"] = "none"
+    """How each step's many metrics were tested: ``bh``, Benjamini–Hochberg over the step's
+    tests (``compare``'s default); ``none``, each at ``alpha`` on its own (histories written
+    before the correction existed)."""
 
     resamples: int
     """Bootstrap resamples behind each CI of a change."""
@@ -380,13 +387,14 @@ def _run_entry(index: int, path: Path, run: Run, start: str) -> RunEntry:
 
 def _step(before: int, after: int, a: tuple[Path, Run, str], b: tuple[Path, Run, str], *,
           alpha: float, resamples: int, permutations: int, patterns: list[str],
-          excluded: list[str]) -> Step:
+          excluded: list[str], correction: Correction = "none") -> Step:
     shared = len(set(a[1].cases) & set(b[1].cases))
     if not shared:
         return Step(before=before, after=after, shared_cases=0, tested=False,
                     note=f"{b[0]} shares no case (by id) with {a[0]}: their means are over "
                          "different cases, so no paired test was made")
-    cmp = compare_runs(a[0], b[0], alpha=alpha, resamples=resamples, permutations=permutations)
+    cmp = compare_runs(a[0], b[0], alpha=alpha, resamples=resamples, permutations=permutations,
+                       correction=correction)
     rows = [r for r in cmp.metrics if chosen(r.component, r.metric, patterns, excluded)]
     changes = [r for r in rows if r.status in SIGNIFICANT]
     components = list(dict.fromkeys(r.component for r in changes))
@@ -435,9 +443,12 @@ def _group(name: str, runs: list[tuple[Path, Run, str]], **options: Any) -> Grou
 
 def build_history(paths: list[Path], *, all_together: bool = False, alpha: float = 0.05,
                   metrics: list[str] | None = None, exclude: list[str] | None = None,
-                  resamples: int = RESAMPLES, permutations: int = PERMUTATIONS) -> History:
+                  resamples: int = RESAMPLES, permutations: int = PERMUTATIONS,
+                  correction: Correction = "bh") -> History:
     """The history of the run folders ``paths``: grouped by scenario name (or all in one group),
-    each group's runs in start order, each run compared with the one before it. Bad input
+    each group's runs in start order, each run compared with the one before it (``compare``'s
+    tests: by default ``bh``, Benjamini–Hochberg over each step's metrics, as ``evalharness
+    compare`` does; ``none``: each metric at ``alpha`` on its own). Bad input
     (not a run folder, an unreadable report or run.json) is an :class:`InputError` naming the
     path and what would be valid."""
     runs, warnings = _read([Path(p) for p in paths])
@@ -445,12 +456,14 @@ def build_history(paths: list[Path], *, all_together: bool = False, alpha: float
     for entry in runs:
         groups.setdefault("all" if all_together else _scenario(entry[1]), []).append(entry)
     options = dict(alpha=alpha, resamples=resamples, permutations=permutations,
-                   patterns=list(metrics or []), excluded=list(exclude or []))
+                   patterns=list(metrics or []), excluded=list(exclude or []),
+                   correction=correction)
     for pattern in [*(metrics or []), *(exclude or [])]:
         if "." not in pattern:
             raise InputError(f"metric pattern {pattern!r}: write COMPONENT.METRIC, e.g. "
                              "retriever.recall@5 or '*.latency_ms'")
     return History(grouped_by="all" if all_together else "scenario", alpha=alpha,
+                   correction=correction,
                    resamples=resamples, permutations=permutations,
                    metric_patterns=list(metrics or []), excluded=list(exclude or []),
                    groups=[_group(name, members, **options) for name, members in

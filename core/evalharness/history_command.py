@@ -25,7 +25,12 @@ from rich.console import Console
                    "scenario name).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True,
-              help="Significance level: a change is marked when p < alpha.")
+              help="Significance level: a change is marked when its q-value (or, with "
+                   "--correction none, its p-value) is at most alpha.")
+@click.option("--correction", type=click.Choice(["bh", "none"]), default="bh",
+              show_default=True,
+              help="bh: Benjamini-Hochberg over each step's metrics, as `compare` does; "
+                   "none: each metric at alpha on its own.")
 @click.option("--metric", "metrics", multiple=True, metavar="COMPONENT.METRIC",
               help="Test only this metric (repeatable; wildcards: 'retriever.*').")
 @click.option("--exclude", multiple=True, metavar="COMPONENT.METRIC",
@@ -37,15 +42,16 @@ from rich.console import Console
               show_default=True, help="Random sign flips behind each p-value above 16 pairs.")
 @click.option("-q", "--quiet", is_flag=True, help="No table; only the files written.")
 def history(runs: tuple[Path, ...], out_dir: Path, all_together: bool, alpha: float,
-            metrics: tuple[str, ...], exclude: tuple[str, ...], resamples: int,
-            permutations: int, quiet: bool) -> None:
+            correction: str, metrics: tuple[str, ...], exclude: tuple[str, ...],
+            resamples: int, permutations: int, quiet: bool) -> None:
     """Show run folders over time and mark the runs where a metric changed significantly.
 
     RUNS are --out folders of `evalharness scenario` (e.g. one a night), in any order: they
     are ordered by the start time in their run.json and grouped by scenario name (unless
     --all-together). Each run is compared with the one before it as `evalharness compare`
-    does — cases paired by id, a paired permutation test per metric — and marked where a
-    metric changed with p < alpha; runs that share no case are not tested. Writes
+    does — cases paired by id, a paired permutation test per metric, Benjamini-Hochberg over
+    the step's metrics — and marked where a metric changed (q <= alpha); runs that share no
+    case are not tested. Writes
     OUT/history.html (each metric over the runs with its 95% CI, gates as dashed lines, the
     bottleneck's share per run), OUT/history.md and OUT/history.json. See docs/history.md.
 
@@ -63,7 +69,7 @@ def history(runs: tuple[Path, ...], out_dir: Path, all_together: bool, alpha: fl
 
     result = build_history(list(runs), all_together=all_together, alpha=alpha,
                            metrics=list(metrics), exclude=list(exclude), resamples=resamples,
-                           permutations=permutations)
+                           permutations=permutations, correction=correction)
     written = write_history(result, out_dir)
     if not quiet:
         print_history(result, Console(width=None if sys.stdout.isatty() else 160))

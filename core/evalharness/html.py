@@ -86,6 +86,7 @@ def render_html(report: Report, results: Sequence[CaseResult]) -> str:
     routing = [s for s in report.sections if s.get("view") == "routing"]
     others = [s for s in report.sections if s.get("view") != "routing"]
     nav = [("overview", "Overview"), ("bottleneck", "Bottleneck"),
+           *([("repeats", "Repeats")] if report.repeats is not None else []),
            *([("slices", "Slices")] if report.slices is not None else []),
            ("scores", "Scores"), ("cost", "Latency & tokens")]
     if routing:
@@ -164,7 +165,8 @@ def _kpis(report: Report, colours: dict[str, str]) -> list[Kpi]:
         ci = f"95% CI {percent(e2e.ci95[0])}–{percent(e2e.ci95[1])}" if e2e.ci95 else ""
         rate = e2e.pass_rate or 0
         cards.append(Kpi("end-to-end pass rate", percent(e2e.pass_rate),
-                         f"{e2e.passed} of {e2e.passed + e2e.failed} cases pass"
+                         f"{e2e.passed} of {e2e.passed + e2e.failed} "
+                         f"{'results' if report.repeats is not None else 'cases'} pass"
                          + (f" · {ci}" if ci else ""),
                          "#16a34a" if rate >= 0.8 else "#dc2626" if rate < 0.5 else "#d97706"))
         top = next((r for r in b.ranking if r.share), None)
@@ -180,8 +182,14 @@ def _kpis(report: Report, colours: dict[str, str]) -> list[Kpi]:
                              "no single component is the root cause", INTERACTION))
     cases = report.cases
     cards.append(Kpi("cases", str(cases.get("evaluated", 0)),
-                     f"evaluated of {cases.get('total', 0)} · "
-                     f"{cases.get('system_errors', 0)} system errors", "var(--muted)"))
+                     f"evaluated of {cases.get('total', 0)}"
+                     + (f" × {report.repeats.n} repeats" if report.repeats is not None else "")
+                     + f" · {cases.get('system_errors', 0)} system errors", "var(--muted)"))
+    if report.repeats is not None:
+        flaky = report.repeats.end_to_end.get("flaky", 0)
+        cards.append(Kpi("flaky cases", str(flaky),
+                         f"of {report.repeats.cases} flip their end-to-end verdict between "
+                         f"{report.repeats.n} repeats", "#d97706" if flaky else "#16a34a"))
     if report.gates:
         failed = sum(1 for g in report.gates if not g.passed)
         cards.append(Kpi("gates", f"{len(report.gates) - failed}/{len(report.gates)}",

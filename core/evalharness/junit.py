@@ -14,6 +14,25 @@ GitHub Actions reporters, GitLab's ``artifacts:reports:junit`` and Jenkins all r
   erroneous one ``<error ... type="error">``, a component not on the case's gold path
   ``<skipped message="REASON"/>``.
 
+In a run with repeats (``--repeat N``) a case is still one testcase per component, its
+repeats combined (:mod:`evalharness.outcomes`), its ``time`` the mean latency over them:
+
+- passed, failed, erred or skipped in every repeat: as above (a failure's message says
+  ``failed in 5 of 5 repeats; repeat 1: REASON``, its text lists each repeat's reason and
+  evidence);
+- flaky (passed in some repeats, failed or erred in others): a *passed* testcase holding, per
+  repeat that did not pass, Maven Surefire's rerun element —
+  ``<flakyFailure message="repeat 2 of 5: REASON" type="fail"><stackTrace>EVIDENCE
+  </stackTrace></flakyFailure>``, ``<flakyError ... type="error">`` for an erred repeat.
+  It is what Surefire writes for a test that failed and then passed on a rerun
+  (``rerunFailingTestsCount``), and what Jenkins shows as flaky; ``junit-10.xsd`` declares
+  both elements (type ``rerunType``). A reader that does not know them shows a pass: a flaky
+  case counts in ``tests`` only, never in ``failures`` or ``errors``, so a flaky case does
+  not fail the CI job on its own — the gates decide (docs/ci.md);
+- every ``<testsuite>`` starts with ``<properties><property name="repeats" value="5"/>
+  </properties>``. (``junit-10.xsd`` allows ``<properties>`` on a suite only, not on a
+  testcase: a testcase's own counts are in its messages.)
+
 Why a suite per component rather than one suite with the component in ``classname``: the
 viewers differ in what they group by — Jenkins by ``classname`` (``shop.router`` shows as
 package ``shop``, class ``router``), GitLab's test report and most GitHub reporters
@@ -34,7 +53,7 @@ import re
 import secrets
 import socket
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -44,7 +63,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from evalharness.errors import OutputError
 from evalharness.models import CaseResult, Report
-from evalharness.outcomes import Outcome, outcomes
+from evalharness.outcomes import Attempt, Outcome, outcomes
 from evalharness.scenario import END_TO_END
 
 GATES = "gates"
@@ -102,14 +121,16 @@ class _Suite:
 
 def stream_junit(out: IO[bytes], scenario: str, items: Iterable[Outcome], *,
                  suites: Sequence[str] = (), timestamp: str | None = None,
-                 hostname: str | None = None) -> Totals:
+                 hostname: str | None = None,
+                 properties: Mapping[str, object] | None = None) -> Totals:
     """Write the JUnit XML of ``items`` to the binary file ``out``; returns the file's totals.
 
     ``suites``: the components in the order their suites should come (the pipeline's, then
     ``end_to_end``); components not in it follow in the order they first appear, and the
     gates come last. A suite with no testcase is left out. ``timestamp`` (the run's start) and
     ``hostname`` are written on each ``<testsuite>`` when given, the only element the schema
-    allows them on.
+    allows them on. ``properties`` (the run's ``repeats``) go in a ``<properties>`` element at
+    the start of each suite.
     """
     opened: dict[tuple[bool, str], _Suite] = {}
     try:
@@ -146,6 +167,8 @@ def stream_junit(out: IO[bytes], scenario: str, items: Iterable[Outcome], *,
             if hostname:
                 attrs["hostname"] = hostname
             out.write(b"  " + _start("testsuite", attrs))
+            if properties:
+                out.write(_properties(properties))
             suite.body.seek(0)
             while chunk := suite.body.read(_SPOOL):
                 out.write(chunk)
@@ -195,11 +218,12 @@ def write_junit(path: Path, report: Report, results: Iterable[CaseResult]) -> Pa
     path = Path(path)
     scenario = str(report.scenario.get("name") or "evalharness")
     started = report.run.get("started_at")
+    properties = {"repeats": report.repeats.n} if report.repeats is not None else None
     with atomic_output(path, "the JUnit XML file", "--junit-xml") as fh:
         stream_junit(fh, scenario, outcomes(report, results),
                      suites=[*report.components, END_TO_END],
                      timestamp=started if isinstance(started, str) else None,
-                     hostname=socket.gethostname() or None)
+                     hostname=socket.gethostname() or None, properties=properties)
     return path
 
 
@@ -280,12 +304,32 @@ def _testcase(item: Outcome, classname: str, seconds: float) -> str:
             f"classname={_attr(classname)} time=\"{_time(seconds)}\"")
     if item.status == "passed":
         return head + "/>\n"
+    if item.status == "flaky":  # passed, with Surefire's record of the repeats that did not
+        reruns = "".join(_flaky(a, item.repeats) for a in item.attempts)
+        return f"{head}>{reruns}</testcase>\n"
     message = _attr(" ".join(item.message.splitlines()) or item.status)
     if item.status == "skipped":
         return f"{head}><skipped message={message}/></testcase>\n"
     tag, kind = ("failure", "fail") if item.status == "failed" else ("error", "error")
     body = _text(item.detail or item.message)
     return f'{head}><{tag} message={message} type="{kind}">{body}</{tag}></testcase>\n'
+
+
+def _flaky(attempt: Attempt, repeats: int) -> str:
+    """A repeat that did not pass, of a flaky case: Surefire's ``flakyFailure`` or
+    ``flakyError``, the evidence in its ``stackTrace``."""
+    tag, kind = (("flakyFailure", "fail") if attempt.status == "failed"
+                 else ("flakyError", "error"))
+    message = _attr(f"repeat {attempt.repeat} of {repeats}: "
+                    + (" ".join(attempt.message.splitlines()) or attempt.status))
+    body = _text(attempt.detail or attempt.message)
+    return f'<{tag} message={message} type="{kind}"><stackTrace>{body}</stackTrace></{tag}>'
+
+
+def _properties(properties: Mapping[str, object]) -> bytes:
+    items = "".join(f"<property name={_attr(str(k))} value={_attr(str(v))}/>"
+                    for k, v in properties.items())
+    return f"    <properties>{items}</properties>\n".encode()
 
 
 def _start(tag: str, attrs: dict[str, object]) -> bytes:

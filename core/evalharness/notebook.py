@@ -88,7 +88,8 @@ def evaluate(rows: Any, evaluators: Any = None, *, judge: Any = None,
              corpus: str | Path | None = None, database: Any = None,
              plugins: Sequence[str | Path] = (), name: str = "notebook",
              out: str | Path | None = None, concurrency: int | None = None,
-             cache: str = "on") -> RunFolder:
+             cache: str = "on", repeat: int | None = None,
+             repeat_judge: str | None = None) -> RunFolder:
     """Evaluate ``rows`` — an iterable of dicts or pydantic models, or a pandas / polars
     DataFrame — with ``evaluators`` and return the run (a :class:`RunFolder`: ``.report``
     with metrics and 95% CIs per component, verdicts, the bottleneck when several components
@@ -106,6 +107,9 @@ def evaluate(rows: Any, evaluators: Any = None, *, judge: Any = None,
     routes to: which route runs which component); by default the components the rows hold.
     ``out``: keep the run folder there (default: a fresh temporary folder); ``cache``: the
     judge cache, ``"on"``, ``"off"`` or ``"refresh"`` (as :func:`~evalharness.run_scenario`'s).
+    ``repeat`` (with ``repeat_judge="fresh"``): judge each row that many times, each time
+    anew, to see how far the judge's own verdicts move (docs/repeat.md); a row's recorded
+    answer is the same in every repeat, so with the default ``"cached"`` the repeats agree.
     Errors are the scenario's, naming the row and the field."""
     from evalharness.api import execute
     from evalharness.plugins import load_plugins
@@ -147,7 +151,8 @@ def evaluate(rows: Any, evaluators: Any = None, *, judge: Any = None,
         loaded = load_scenario(path, host=host)
     loaded = dataclasses.replace(loaded, cases=cases, traces={t.case_id: t for t in traces},
                                  system=None)
-    executed = execute(loaded, out=out_dir, headroom=False, concurrency=concurrency)
+    executed = execute(loaded, out=out_dir, headroom=False, concurrency=concurrency,
+                       repeat=repeat, repeat_judge=repeat_judge)
     return load_run(executed.out_dir)
 
 

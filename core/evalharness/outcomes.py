@@ -5,11 +5,28 @@ here, so both say the same thing: a case's component passes, fails, errs or is s
 the case's gold path) exactly as its verdict in ``results.jsonl`` says, and the message of a
 failure is the verdict's reason followed by what the evaluator saw (the unsupported claims, the
 SQL counterexample, the relevant chunks that were not retrieved).
+
+In a run with repeats (``--repeat N``, the scenario's ``repeat:``) ``results.jsonl`` holds a
+line per case and repeat; a case still has ONE outcome per component (and end to end), its
+repeats combined (:func:`per_case`):
+
+- passed in every repeat → ``passed``; skipped (not on the gold path) in every one →
+  ``skipped``;
+- never passed: failed in some → ``failed`` (``failed in 5 of 5 repeats; repeat 1: REASON``),
+  erred in all → ``error`` (``error in 5 of 5 repeats; repeat 1: REASON``);
+- passed in some repeats and failed or erred in others → ``flaky``
+  (``flaky: passed 3 of 5 repeats; repeat 2 failed: REASON``).
+
+The ``detail`` of a combined outcome lists each repeat that did not pass with its reason and
+evidence (repeats with the same reason and evidence on one line), and ``attempts`` holds them
+one by one (what ``--junit-xml`` writes as Surefire's ``<flakyFailure>``). A run without
+repeats gives exactly the outcomes it always gave.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,7 +36,8 @@ from evalharness.exitcodes import run_status
 from evalharness.models import CaseResult, GateResult, Report, Verdict
 from evalharness.scenario import END_TO_END
 
-Status = Literal["passed", "failed", "error", "skipped"]
+Status = Literal["passed", "failed", "error", "skipped", "flaky"]
+"""``flaky`` only in a run with repeats: passed in some repeats, failed or erred in others."""
 
 _STATUS: dict[str, Status] = {"pass": "passed", "fail": "failed", "error": "error",
                               "not_applicable": "skipped"}
@@ -42,12 +60,32 @@ class Outcome:
     detail: str = ""
     """The evidence behind it, several lines; empty when the verdict passed."""
     seconds: float = 0.0
-    """The component step's latency for this case (0 for end to end and gates)."""
+    """The component step's latency for this case (0 for end to end and gates); with
+    repeats, its mean over the repeats."""
+    repeats: int = 0
+    """In a run with repeats: how many repeats of the case have this verdict; 0 without."""
+    passed_repeats: int = 0
+    """In a run with repeats: how many of them passed."""
+    attempts: tuple[Attempt, ...] = ()
+    """In a run with repeats: each repeat that failed or erred, in repeat order."""
 
     @property
     def test_name(self) -> str:
         """``q001::retriever``, ``gate::router.route_accuracy >= 0.6``."""
         return f"{self.case}::{self.name}" if self.case is not None else f"gate::{self.name}"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One repeat of a case whose verdict did not pass (in a run with repeats)."""
+
+    repeat: int
+    status: Literal["failed", "error"]
+    message: str
+    """The repeat's verdict reason."""
+    detail: str = ""
+    """Its evidence; empty once the outcome's repeats have used :data:`DETAIL_LIMIT`
+    characters of evidence between them (an evidence already kept is kept again)."""
 
 
 def case_outcomes(result: CaseResult, *, limit: int = DETAIL_LIMIT) -> list[Outcome]:
@@ -94,13 +132,173 @@ def outcomes(report: Report, results: Iterable[CaseResult], *,
              limit: int = DETAIL_LIMIT) -> Iterator[Outcome]:
     """Every case's outcomes in case order, then every gate's, then the run's when it could
     not do its work (:func:`run_outcome`)."""
-    for result in results:
-        yield from case_outcomes(result, limit=limit)
+    for _, found in per_case(results, limit=limit):
+        yield from found
     for gate in report.gates:
         yield gate_outcome(gate)
     run = run_outcome(report)
     if run is not None:
         yield run
+
+
+def per_case(results: Iterable[CaseResult], *, limit: int = DETAIL_LIMIT
+             ) -> Iterator[tuple[str, list[Outcome]]]:
+    """Each case's id and outcomes (:func:`case_outcomes`), in the order of ``results``; in a
+    run with repeats, one outcome per component for all the repeats of a case
+    (:func:`combine`).
+
+    Streams: a case's repeats are read one after another and only their outcomes are kept
+    until the case is done. They must be consecutive, as they are in every
+    :class:`~evalharness.results.Results` view (a case's repeats come together, though the
+    file holds them repeat by repeat).
+    """
+    case_id: str | None = None
+    tallies: dict[str, _Tally] = {}
+    for result in results:
+        if result.repeat is None:
+            if case_id is not None:
+                yield case_id, _combined(tallies)
+                case_id = None
+            yield result.case.id, case_outcomes(result, limit=limit)
+            continue
+        if result.case.id != case_id:
+            if case_id is not None:
+                yield case_id, _combined(tallies)
+            case_id, tallies = result.case.id, {}
+        _add(tallies, result, result.repeat, limit)
+    if case_id is not None:
+        yield case_id, _combined(tallies)
+
+
+def combine(results: Iterable[CaseResult], *, limit: int = DETAIL_LIMIT) -> list[Outcome]:
+    """The outcomes of one case from the results of its repeats: one per component in
+    pipeline order, then end to end (see the module's docstring for how they combine)."""
+    tallies: dict[str, _Tally] = {}
+    for i, result in enumerate(results, 1):
+        _add(tallies, result, result.repeat or i, limit)
+    return _combined(tallies)
+
+
+def _add(tallies: dict[str, _Tally], result: CaseResult, repeat: int, limit: int) -> None:
+    for outcome in case_outcomes(result, limit=limit):
+        tally = tallies.get(outcome.name)
+        if tally is None:
+            tally = tallies[outcome.name] = _Tally(result.case.id, outcome.name, limit)
+        tally.add(repeat, outcome)
+
+
+def _combined(tallies: dict[str, _Tally]) -> list[Outcome]:
+    order = [n for n in tallies if n != END_TO_END] + (
+        [END_TO_END] if END_TO_END in tallies else [])
+    return [tallies[name].outcome() for name in order]
+
+
+def combine_repeats(case_id: str, name: str, repeats: Iterable[tuple[int, Outcome]], *,
+                    limit: int = DETAIL_LIMIT) -> Outcome:
+    """One outcome from the outcomes of a case's repeats for one component, each with its
+    repeat number.
+
+    >>> fail = Outcome("q1", "router", "failed", "route_accuracy = 0 (needs >= 1)", "chose blog")
+    >>> ok = Outcome("q1", "router", "passed")
+    >>> flaky = combine_repeats("q1", "router", [(1, ok), (2, fail), (3, ok)])
+    >>> flaky.status, flaky.message
+    ('flaky', 'flaky: passed 2 of 3 repeats; repeat 2 failed: route_accuracy = 0 (needs >= 1)')
+    >>> print(flaky.detail)
+    repeat 2 failed: route_accuracy = 0 (needs >= 1)
+    chose blog
+    >>> failed = combine_repeats("q1", "router", [(1, fail), (2, fail)])
+    >>> failed.status, failed.message
+    ('failed', 'failed in 2 of 2 repeats; repeat 1: route_accuracy = 0 (needs >= 1)')
+    >>> print(failed.detail)
+    repeats 1, 2 failed: route_accuracy = 0 (needs >= 1)
+    chose blog
+    """
+    tally = _Tally(case_id, name, limit)
+    for repeat, outcome in repeats:
+        tally.add(repeat, outcome)
+    return tally.outcome()
+
+
+class _Tally:
+    """One case and component's repeats as they are read: counts, latencies, and the repeats
+    that did not pass — their evidence kept while the distinct evidence stays within
+    ``limit`` characters (an equal text is one string, kept once), so a case of 1,000
+    repeats holds no more than one's worth of evidence."""
+
+    def __init__(self, case_id: str, name: str, limit: int) -> None:
+        self.case_id, self.name, self.limit = case_id, name, limit
+        self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0, "flaky": 0}
+        self.seconds = 0.0
+        self.skipped = ""
+        self.attempts: list[Attempt] = []
+        self.kept: dict[str, str] = {}
+        self.used = 0
+
+    def add(self, repeat: int, outcome: Outcome) -> None:
+        self.counts[outcome.status] += 1
+        self.seconds += _finite(outcome.seconds)
+        if outcome.status == "skipped" and self.counts["skipped"] == 1:
+            self.skipped = outcome.message  # the first skipped repeat's reason
+        if outcome.status not in ("failed", "error"):
+            return
+        message = self.kept.setdefault(outcome.message, outcome.message)
+        detail = self.kept.get(outcome.detail)
+        if detail is None:
+            detail = ""
+            if self.used + len(outcome.detail) <= self.limit:
+                detail = self.kept.setdefault(outcome.detail, outcome.detail)
+                self.used += len(detail)
+        self.attempts.append(Attempt(repeat, outcome.status, message, detail))  # type: ignore[arg-type]
+
+    def outcome(self) -> Outcome:
+        counts = self.counts
+        n = sum(counts.values())
+        passed = counts["passed"]
+        common = {"case": self.case_id, "name": self.name, "repeats": n,
+                  "passed_repeats": passed, "seconds": self.seconds / n if n else 0.0}
+        attempts = self.attempts
+        if not attempts:
+            if passed == 0 and counts["skipped"]:
+                return Outcome(status="skipped", message=self.skipped, **common)
+            return Outcome(status="passed", **common)
+        first = attempts[0]
+        if passed:
+            status: Status = "flaky"
+            verb = "failed" if first.status == "failed" else "erred"
+            message = (f"flaky: passed {passed} of {n} repeats; repeat {first.repeat} {verb}: "
+                       f"{first.message}")
+        elif counts["failed"]:
+            status = "failed"
+            first = next(a for a in attempts if a.status == "failed")
+            errors = f" (error in {counts['error']})" if counts["error"] else ""
+            message = (f"failed in {counts['failed']} of {n} repeats{errors}; "
+                       f"repeat {first.repeat}: {first.message}")
+        else:
+            status = "error"
+            message = (f"error in {counts['error']} of {n} repeats; repeat {first.repeat}: "
+                       f"{first.message}")
+        return Outcome(status=status, message=message, detail=_listing(attempts, self.limit),
+                       attempts=tuple(attempts), **common)
+
+
+def _listing(attempts: list[Attempt], limit: int) -> str:
+    """Each repeat that did not pass with its reason and evidence; repeats with the same
+    ones on one line (``repeats 1, 4 failed: …``); cut at ``limit`` characters."""
+    same: dict[tuple[str, str, str], list[int]] = {}
+    for a in attempts:
+        same.setdefault((a.status, a.message, a.detail), []).append(a.repeat)
+    blocks = []
+    for (status, message, detail), repeats in same.items():
+        verb = "failed" if status == "failed" else "erred"
+        which = (f"repeat {repeats[0]}" if len(repeats) == 1
+                 else f"repeats {', '.join(map(str, repeats))}")
+        blocks.append(f"{which} {verb}: {message}" + (f"\n{detail}" if detail else ""))
+    text = "\n\n".join(blocks)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _finite(seconds: float) -> float:
+    return seconds if isinstance(seconds, int | float) and math.isfinite(seconds) else 0.0
 
 
 def _outcome(result: CaseResult, component: str, verdict: Verdict, limit: int) -> Outcome:

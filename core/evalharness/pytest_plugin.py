@@ -15,12 +15,21 @@ gold path) as its verdict in the run; a failure's message is the evaluator's rea
 (:mod:`evalharness.outcomes`). Without positional paths the session collects only the
 scenarios; with paths it collects those too.
 
+In a run with repeats (the scenario's ``repeat:``, or ``--evalharness-repeat N``) an item
+still stands for one case and component, its repeats combined (:mod:`evalharness.outcomes`):
+it passes when every repeat passed, fails when none did. A *flaky* item (passed in some
+repeats, failed or erred in others) is reported in a category of its own: ``K`` in the
+progress line, ``FLAKY`` with ``-v``, ``N flaky`` in the summary line. It counts as passed
+(the session's exit code is left to the real failures and the gates) unless
+``--evalharness-flaky=fail`` is given: then it fails, its message starting ``flaky:``.
+
 The fixture ``evalharness_run(path, **options)`` runs a scenario once per session and options
 (the options of :func:`evalharness.run_scenario`) and returns its report.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import tempfile
@@ -47,6 +56,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="A local evalharness plugin file to load (repeatable).")
     group.addoption("--evalharness-headroom", action="store_true",
                     help="Also rerun failed cases under oracles (headroom); off by default.")
+    group.addoption("--evalharness-repeat", type=_repeats, metavar="N",
+                    help="Run each case N times (overrides the scenario's repeat:); an item "
+                         "that passed in some repeats and failed in others is flaky.")
+    group.addoption("--evalharness-flaky", choices=("pass", "fail"), default="pass",
+                    help="What a flaky item (passed in some repeats, failed in others) counts "
+                         "as: pass (default; reported as flaky) or fail.")
+
+
+def _repeats(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 1 to 1000")
+    return n
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -217,19 +242,22 @@ class VerdictItem(_Item):
         self.user_properties.append(("evalharness_case", case))
 
     def runtest(self) -> None:
-        from evalharness.outcomes import case_outcomes
-
         run = self._run()
-        result = run.results.get(self.case)
-        if result is None:
+        case = run.outcomes.get(self.case)
+        if case is None:
             raise Failed(f"{self.case}: no result for this case in {run.out_dir}"
                          + (f": {run.status.reason}" if not run.status.did_its_work else ""))
-        found = [o for o in case_outcomes(result) if o.name == self.component]
+        found = [o for o in case if o.name == self.component]
         if not found:
             _skip(f"{self.component}: no verdict for this case")
         outcome = found[0]
         if outcome.status == "skipped":
             _skip(outcome.message)
+        if outcome.status == "flaky":
+            if self.config.getoption("--evalharness-flaky") != "fail":
+                # passes; the report's property puts it in the "flaky" category
+                self.user_properties.append((FLAKY, outcome.message))
+                return
         if outcome.status != "passed":
             lead = "error: " if outcome.status == "error" else ""
             raise Failed(f"{self.case} {self.component}: {lead}{outcome.message}"
@@ -257,6 +285,12 @@ class GateItem(_Item):
                          f"(run folder: {run.out_dir})")
 
 
+FLAKY = "evalharness_flaky"
+"""The user property a flaky item that passes carries (its message): what puts its report in
+the ``flaky`` category (:meth:`_Session.pytest_report_teststatus`); pytest's ``--junitxml``
+writes it as a testcase property."""
+
+
 def _skip(reason: str) -> None:
     """Skip, reported at the item (the scenario file) rather than at this line."""
     raise pytest.skip.Exception(reason, _use_item_location=True)
@@ -280,7 +314,9 @@ class _Scenario:
 class _Run:
     out_dir: Path
     report: Any
-    results: dict[str, Any]
+    outcomes: dict[str, list[Any]]
+    """Each case's outcomes (:func:`evalharness.outcomes.per_case`): one per component and
+    end to end, combined over the case's repeats in a run with repeats."""
     status: Any = None
     """:func:`evalharness.exitcodes.run_status` of the run: what the CLI would exit with."""
 
@@ -340,16 +376,20 @@ class _Session:
         out = self._out_dir(scenario.name)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         n = len(scenario.cases) if every else len(entry.needed)
+        repeats = self.config.getoption("--evalharness-repeat") or scenario.repeats
         if reporter is not None:
             reporter.write_line(f"evalharness: running {scenario.name} on {n} of "
-                                f"{len(scenario.cases)} cases into {out}")
+                                f"{len(scenario.cases)} cases"
+                                + (f", {repeats} times each," if repeats > 1 else "")
+                                + f" into {out}")
         done = execute(scenario, out=out, selection=selection,
-                       headroom=bool(self.config.getoption("--evalharness-headroom")))
+                       headroom=bool(self.config.getoption("--evalharness-headroom")),
+                       repeat=self.config.getoption("--evalharness-repeat"))
         from evalharness.exitcodes import run_status
+        from evalharness.outcomes import per_case
 
         self.out_dirs.append(out)
-        run = _Run(out_dir=out, report=done.report,
-                   results={r.case.id: r for r in done.results},
+        run = _Run(out_dir=out, report=done.report, outcomes=dict(per_case(done.results)),
                    status=run_status(done.report))
         if not run.status.did_its_work:
             self.problems.append(f"evalharness: {scenario.name}: {run.status.reason} (the "
@@ -364,6 +404,17 @@ class _Session:
         if base:
             return Path(base) / f"{name}-{stamp}"
         return Path(tempfile.mkdtemp(prefix=f"evalharness-{name}-"))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        """A flaky item that passed: category ``flaky`` (``N flaky`` in the summary line),
+        ``K`` in the progress line — a letter no pytest outcome uses (``. F E s x X``), nor
+        pytest-rerunfailures (``R``) or pytest-subtests (``, u``); lowercase ``f`` would read
+        as a failure — and ``FLAKY`` with ``-v``."""
+        if report.when == "call" and report.passed and any(
+                name == FLAKY for name, _ in report.user_properties):
+            return "flaky", "K", ("FLAKY", {"yellow": True})
+        return None
 
     def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
         for out in self.out_dirs:

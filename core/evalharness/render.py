@@ -118,7 +118,9 @@ def render_markdown(report: Report) -> str:
         f"- Judge: **{report.judge.get('label', report.judge.get('backend'))}**"
         + (f" — {usage_line(report.judge['usage'])}" if report.judge.get("usage") else ""),
         f"- Cases: {report.cases['evaluated']} of {report.cases['total']} evaluated, "
-        f"{report.cases['system_errors']} system errors",
+        + (f"each {report.repeats.n} times ({report.cases.get('results')} results), "
+           if report.repeats is not None else "")
+        + f"{report.cases['system_errors']} system errors",
         *([f"- Cases chosen: {md_text(report.selection['how'])}"] if report.selection else []),
         *([f"- Recorded traces: {trace_line(report.trace_source)}"]
           if report.trace_source else []),
@@ -158,6 +160,8 @@ def render_markdown(report: Report) -> str:
                 lines.append(f"- `{name}.{metric}` × {count}: {md_text(reason)}")
     if report.system_errors:
         lines += ["", *render_system_errors(report)]
+    if report.repeats is not None:
+        lines += ["", *render_repeats(report)]
     if report.bottleneck is not None:
         lines += ["", *render_bottleneck(report)]
     if report.slices is not None:
@@ -210,6 +214,72 @@ def render_markdown(report: Report) -> str:
             settings = ", ".join(f"{k}={v}" for k, v in ev.settings.items()) or "defaults"
             lines.append(f"- {name}: `{ev.name}` ({ev.plugin} {ev.version}): {settings}")
     return "\n".join(lines) + "\n"
+
+
+FLAKY_SHOWN = 50
+"""Flaky cases report.md lists (report.json lists every one)."""
+
+
+def repeat_line(report: Report) -> str | None:
+    """One sentence on a repeated run's end-to-end outcomes, or ``None`` without repeats.
+
+    >>> from evalharness.models import RepeatReport
+    >>> r = RepeatReport(n=5, cases=51, end_to_end={"always_pass": 30, "always_fail": 15,
+    ...                  "flaky": 6, "undecided": 0})
+    >>> repeat_line(Report(scenario={}, judge={}, versions={}, cases={}, components={},
+    ...                    gates=[], repeats=r))
+    '5 repeats of 51 cases; end to end 30 always pass, 15 always fail, 6 flaky'
+    """
+    r = report.repeats
+    if r is None:
+        return None
+    e = r.end_to_end
+    parts = [f"{e[k]} {k.replace('_', ' ')}" for k in ("always_pass", "always_fail", "flaky",
+                                                       "undecided") if e.get(k)]
+    return (f"{r.n} repeats of {r.cases} cases"
+            + (f" ({r.incomplete} with fewer results: the run was cut short)"
+               if r.incomplete else "")
+            + (f"; end to end {', '.join(parts)}" if parts else ""))
+
+
+def render_repeats(report: Report) -> list[str]:
+    """The report.md section on a repeated run: the outcomes over the repeats, each metric's
+    spread between repeats, and the flaky cases."""
+    r = report.repeats
+    assert r is not None
+    judge = ("the judge was asked anew in every repeat (`judge: fresh`): the spread includes "
+             "the judge's own variance" if r.judge == "fresh" else
+             "an answer judged before was not judged again (`judge: cached`): the spread is "
+             "the system's, not the judge's")
+    lines = ["## Repeats", "", f"{repeat_line(report)}. Each case ran {r.n} times; {judge}. "
+             "A metric's mean is over the cases' values reduced over their repeats (the "
+             "metric's reducer), and its 95% CI resamples cases with all their repeats (a "
+             "cluster bootstrap): the CI the repeats would give if they were independent "
+             "cases is shown beside it, too narrow (docs/repeat.md).", "",
+             "| component | metric | reducer | mean | 95% CI | CI if independent | "
+             "within-case SD | cases that vary |", "|---|---|---|---:|---|---|---:|---:|"]
+    for name, comp in report.components.items():
+        for metric, s in comp.metrics.items():
+            if s.repeats is None:
+                continue
+            x = s.repeats
+            lines.append(f"| {name} | {metric} | {x.reducer} | {fmt(s.mean)} | "
+                         f"{fmt_ci(s.ci95)} | {fmt_ci(x.naive_ci95)} | {fmt(x.within_sd)} | "
+                         f"{x.varying} of {s.n} |")
+    lines += ["", f"### Flaky cases ({len(r.flaky)})", ""]
+    if not r.flaky:
+        lines.append("No case's verdict flips between repeats.")
+        return lines
+    lines += ["A case is flaky for a component (or end to end) when its verdict passed in "
+              "some repeats and failed or erred in others.", "",
+              "| case | verdict | passed | failed | errors |", "|---|---|---:|---:|---:|"]
+    for f in r.flaky[:FLAKY_SHOWN]:
+        lines.append(f"| {md_text(f.case)} | {f.component.replace('_', ' ')} | {f.passed} | "
+                     f"{f.failed} | {f.errors} |")
+    if len(r.flaky) > FLAKY_SHOWN:
+        lines.append(f"\n… and {len(r.flaky) - FLAKY_SHOWN} more in report.json "
+                     "(`repeats.flaky`).")
+    return lines
 
 
 def pct(value: float | None) -> str:
@@ -312,6 +382,12 @@ def n_cases(n: int) -> str:
     return f"{n} case" if n == 1 else f"{n} cases"
 
 
+def runs_of(report: Report) -> str:
+    """What the bottleneck counts: ``cases``, or in a repeated run ``results`` (each repeat of
+    a case is one; their intervals resample whole cases)."""
+    return "cases" if report.repeats is None else "results (repeats of cases)"
+
+
 def render_bottleneck(report: Report) -> list[str]:
     """The report.md section on verdicts and attribution."""
     b = report.bottleneck
@@ -324,7 +400,7 @@ def render_bottleneck(report: Report) -> list[str]:
     elif crit is not None and crit.note:
         rule = f" by {crit.note}"
     lines = ["## Bottleneck", "",
-             f"End to end: **{e2e.passed} of {e2e.passed + e2e.failed}** cases pass "
+             f"End to end: **{e2e.passed} of {e2e.passed + e2e.failed}** {runs_of(report)} pass "
              f"({pct(e2e.pass_rate)}, 95% CI {pct_ci(e2e.ci95)}){rule}."
              + (f" {n_cases(e2e.errors)} without an end-to-end verdict (error)."
                 if e2e.errors else ""),

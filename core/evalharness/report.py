@@ -284,7 +284,7 @@ class RunTally:
             cost.add(r.trace.step(component))
         for gate in self.gates:
             gate.add(r, path)
-        self.bottleneck.add(r)
+        self.bottleneck.add(r, group)
         self.slices.add(r)
         self.warnings.add(r)
 

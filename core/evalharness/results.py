@@ -123,7 +123,8 @@ class Results(Sequence[CaseResult]):
         """Index ``path`` (no file: no results).
 
         ``order``: the scenario's case ids; the results are then in that order, and those of
-        cases not in it are left out. Without it, the results are in the order of the file.
+        cases not in it are left out. Without it, the results are in the order of the file —
+        but for a case's repeats, which come together, in order, where its first line was.
 
         In a run with repeats (docs/repeat.md) each case has a line per repeat, ordered by
         case, then repeat. A case id (and repeat) met again (a line repeated by hand, or by two
@@ -276,6 +277,11 @@ class _Index:
             position = self.position
             keys = sorted((k for k in keys if k[0] in position),
                           key=lambda k: (position[k[0]], k[1] or 0))
+        elif self.repeats:  # the order of the file, but a case's repeats together, in order
+            first: dict[str, int] = {}
+            for case_id, _ in keys:
+                first.setdefault(case_id, len(first))
+            keys.sort(key=lambda k: (first[k[0]], k[1] or 0))
         found = self.found
         return (array("q", [found[k][0] for k in keys]), array("q", [found[k][1] for k in keys]),
                 [k[0] for k in keys], None,

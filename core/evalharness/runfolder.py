@@ -35,17 +35,31 @@ class RunFolder:
         (:mod:`evalharness.outcomes`)."""
         return outcomes(self.report, self.results)
 
-    def result(self, case_id: str) -> CaseResult:
-        """The result of one case (``KeyError`` when the run has none)."""
+    def result(self, case_id: str, repeat: int | None = None) -> CaseResult:
+        """The result of one case — in a run with repeats, of its ``repeat`` (default: its
+        first) — ``KeyError`` when the run has none."""
         for result in self.results:
-            if result.case.id == case_id:
+            if result.case.id == case_id and (repeat is None or result.repeat == repeat):
                 return result
-        raise KeyError(case_id)
+        raise KeyError(case_id if repeat is None else (case_id, repeat))
+
+    def repeats_of(self, case_id: str) -> list[CaseResult]:
+        """Every result of one case: one per repeat (one in a run without repeats)."""
+        return [r for r in self.results if r.case.id == case_id]
 
     @property
     def failed(self) -> list[str]:
-        """Ids of the cases that failed end to end (what ``--rerun-failed`` reruns)."""
-        return [r.case.id for r in self.results if r.failed]
+        """Ids of the cases that failed end to end — in a run with repeats, in any repeat —
+        once each, in order (what ``--rerun-failed`` reruns)."""
+        return list(dict.fromkeys(r.case.id for r in self.results if r.failed))
+
+    @property
+    def flaky(self) -> list[str]:
+        """Ids of the cases whose end-to-end verdict flips between repeats (docs/repeat.md);
+        empty in a run without repeats."""
+        repeats = self.report.repeats
+        return [f.case for f in repeats.flaky if f.component == "end_to_end"] if repeats \
+            else []
 
     def records(self) -> list[dict[str, Any]]:
         """One dict per case, component and metric (:data:`RECORD_COLUMNS`): what
@@ -58,7 +72,8 @@ class RunFolder:
                 verdict = result.verdicts.get(component)
                 for metric, value in comp.metrics.items():
                     out.append({
-                        "case_id": result.case.id, "question": result.case.question,
+                        "case_id": result.case.id, "repeat": result.repeat,
+                        "question": result.case.question,
                         "component": component, "metric": metric, "value": value.value,
                         "error": value.error, "evaluator": comp.evaluators.get(metric),
                         "verdict": verdict.status if verdict is not None else None,
@@ -85,9 +100,10 @@ class RunFolder:
                                 strict=False)
 
 
-RECORD_COLUMNS = ("case_id", "question", "component", "metric", "value", "error", "evaluator",
-                  "verdict", "end_to_end", "root_cause")
-"""The columns of :meth:`RunFolder.records`: the case, the component and metric, its value
+RECORD_COLUMNS = ("case_id", "repeat", "question", "component", "metric", "value", "error",
+                  "evaluator", "verdict", "end_to_end", "root_cause")
+"""The columns of :meth:`RunFolder.records`: the case and its repeat (``None`` in a run
+without repeats; docs/repeat.md), the component and metric, its value
 (``None`` when it could not be computed) and error, the evaluator that computed it, the
 component's verdict on the case (``pass``, ``fail``, ``not_applicable``, ``error``), the
 case's end-to-end verdict and its root cause(s)."""

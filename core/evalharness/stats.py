@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -39,15 +39,28 @@ def bootstrap_ci(values: Sequence[float], *, seed: int, resamples: int = RESAMPL
     n = x.size
     if n < 2:
         return None
+    means = _resampled(n, lambda idx: x[idx].mean(axis=1), seed=seed, resamples=resamples)
+    return _percentiles(means, level)
+
+
+def _resampled(n: int, statistic: Callable[[np.ndarray], np.ndarray], *, seed: int,
+               resamples: int) -> np.ndarray:
+    """``statistic`` of ``resamples`` seeded resamples of ``n`` items with replacement: each
+    resample an index row, drawn a chunk of rows at a time (at most :data:`CHUNK_CELLS`
+    indices in memory); ``statistic`` maps a chunk's index rows to one number each."""
     rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
+    out = np.empty(resamples)
     step = max(1, CHUNK_CELLS // n)
     for start in range(0, resamples, step):
         stop = min(resamples, start + step)
-        idx = rng.integers(0, n, size=(stop - start, n), dtype=np.int32)
-        means[start:stop] = x[idx].mean(axis=1)
+        out[start:stop] = statistic(rng.integers(0, n, size=(stop - start, n),
+                                                 dtype=np.int32))
+    return out
+
+
+def _percentiles(samples: np.ndarray, level: float) -> tuple[float, float]:
     alpha = (1 - level) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    lo, hi = np.quantile(samples, [alpha, 1 - alpha])
     return float(lo), float(hi)
 
 
@@ -149,6 +162,27 @@ def paired_permutation_p(differences: Sequence[float], *, seed: int,
     return (count + 1) / (permutations + 1)
 
 
+def benjamini_hochberg(pvalues: Sequence[float], q: float = 0.05
+                       ) -> tuple[list[float], list[bool]]:
+    """Benjamini–Hochberg step-up: the adjusted p-values (q-values: ``min over j >= i of
+    m p_(j) / j`` in sorted order, at most 1, in the given order) and which are rejected at
+    false discovery rate ``q`` (adjusted p-value at most ``q``).
+
+    >>> benjamini_hochberg([0.01, 0.04, 0.03, 0.005])
+    ([0.02, 0.04, 0.04, 0.02], [True, True, True, True])
+    """
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    if m == 0:
+        return [], []
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * m / np.arange(1, m + 1)
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+    values = [float(v) for v in adjusted]
+    return values, [v <= q for v in values]
+
+
 def wilson(k: int, n: int, z: float = 1.959964) -> list[float] | None:
     """The 95% Wilson score interval of a proportion ``k / n``; ``None`` when ``n`` is 0.
 
@@ -163,3 +197,35 @@ def wilson(k: int, n: int, z: float = 1.959964) -> list[float] | None:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def cluster_bootstrap_ci(values: Sequence[float], groups: Sequence[int], *, seed: int,
+                         resamples: int = RESAMPLES, level: float = 0.95
+                         ) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean of ``values`` when they come in clusters
+    (``groups``: the cluster of each value, e.g. a case's repeats): whole clusters are
+    resampled, and each resample's statistic is its values' sum over their count (the mean of
+    the values it holds). With one value per cluster it is exactly :func:`bootstrap_ci`'s
+    interval (the same draws); ``None`` with fewer than 2 clusters.
+
+    >>> bootstrap_ci([0, 1, 0, 1], seed=1) == cluster_bootstrap_ci([0, 1, 0, 1], [0, 1, 2, 3],
+    ...                                                             seed=1)
+    True
+    >>> values = [1, 1, 1, 0, 0, 0] * 10  # 20 cases of 3 repeats that always agree
+    >>> lo, hi = cluster_bootstrap_ci(values, [i // 3 for i in range(60)], seed=2)
+    >>> naive_lo, naive_hi = bootstrap_ci(values, seed=2)
+    >>> 1.5 < (hi - lo) / (naive_hi - naive_lo) < 2  # about sqrt(3): 20 cases, not 60
+    True
+    >>> cluster_bootstrap_ci([1, 0], [0, 0], seed=1) is None
+    True
+    """
+    x = np.asarray(values, dtype=float)
+    _, inverse = np.unique(np.asarray(groups), return_inverse=True)
+    sums = np.bincount(inverse, weights=x)
+    counts = np.bincount(inverse).astype(float)
+    k = sums.size
+    if k < 2:
+        return None
+    ratios = _resampled(k, lambda idx: sums[idx].sum(axis=1) / counts[idx].sum(axis=1),
+                        seed=seed, resamples=resamples)
+    return _percentiles(ratios, level)

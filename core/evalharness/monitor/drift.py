@@ -59,6 +59,7 @@ from evalharness.stats import (
     CHUNK_CELLS,
     PERMUTATIONS,
     RESAMPLES,
+    benjamini_hochberg,  # its home was here; drift's alarms are its q-values
     percentile_ci,
     seed_for,
     wilson,
@@ -197,27 +198,6 @@ def newcombe_difference_ci(k1: int, n1: int, k2: int, n2: int) -> tuple[float, f
     p1, p2 = k1 / n1, k2 / n2
     d = p2 - p1
     return (d - math.hypot(p2 - w2[0], w1[1] - p1), d + math.hypot(w2[1] - p2, p1 - w1[0]))
-
-
-def benjamini_hochberg(pvalues: Sequence[float], q: float = 0.05
-                       ) -> tuple[list[float], list[bool]]:
-    """Benjamini–Hochberg step-up: the adjusted p-values (q-values: ``min over j >= i of
-    m p_(j) / j`` in sorted order, at most 1, in the given order) and which are rejected at
-    false discovery rate ``q`` (adjusted p-value at most ``q``).
-
-    >>> benjamini_hochberg([0.01, 0.04, 0.03, 0.005])
-    ([0.02, 0.04, 0.04, 0.02], [True, True, True, True])
-    """
-    p = np.asarray(pvalues, dtype=float)
-    m = p.size
-    if m == 0:
-        return [], []
-    order = np.argsort(p, kind="stable")
-    scaled = p[order] * m / np.arange(1, m + 1)
-    adjusted = np.empty(m)
-    adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
-    values = [float(v) for v in adjusted]
-    return values, [v <= q for v in values]
 
 
 # --------------------------------------------------------------------------------------------

@@ -83,7 +83,8 @@ class Review:
     how: str
     criteria: dict[tuple[str, str], Threshold]
     index: dict[str, int] = field(repr=False)
-    """Case id -> position in results.jsonl, for every case of the run."""
+    """Case id -> position in results.jsonl, for every case of the run (its first repeat, in
+    a run with repeats: that is the answer people review)."""
     _targets: dict[str, list[Target]] = field(default_factory=dict, repr=False)
     _declared: dict[tuple[str, str], Metric] | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list, repr=False)
@@ -101,6 +102,8 @@ class Review:
         items: list[tuple[int, SimpleNamespace]] = []
         tests = [parse_filter(f) for f in filters]
         for i, result in enumerate(run.results):
+            if result.case.id in index:  # a run with repeats: people review a case's first
+                continue
             index[result.case.id] = i
             if all(t(result.case) for t in tests):
                 items.append((i, _slim(result)))
@@ -119,9 +122,12 @@ class Review:
 
     @classmethod
     def of(cls, run: RunFolder) -> Review:
-        """A review of every case of ``run`` (e.g. one whose report is being built)."""
-        index = {r.case.id: i for i, r in enumerate(run.results)}
-        return cls(run, list(range(len(index))), f"all {len(index)} cases",
+        """A review of every case of ``run`` (e.g. one whose report is being built); in a
+        run with repeats, of each case's first repeat."""
+        index: dict[str, int] = {}
+        for i, r in enumerate(run.results):
+            index.setdefault(r.case.id, i)
+        return cls(run, list(index.values()), f"all {len(index)} cases",
                    thresholds({k: v.model_dump() for k, v in
                                run.report.verdict_criteria.items()}), index)
 

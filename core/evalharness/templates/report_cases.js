@@ -1,6 +1,7 @@
 {# report.html's only behaviour: filter the failed cases by root cause and text, expand or
-   collapse them all, open the case a #case-ID link points to. Rows are <details>, so they
-   open without it. #}
+   collapse them all, open the case a #case-ID link points to, and show a flaky case's failed
+   repeats when its link in the repeats table is followed. Rows are <details>, so they open
+   without it. #}
 (function () {
   var list = document.getElementById('cases-list');
   if (!list) { return; }
@@ -43,6 +44,12 @@
     var target = document.getElementById(location.hash.slice(1));
     if (target) { target.open = true; }
   }
+  Array.prototype.slice.call(document.querySelectorAll('a.case-link')).forEach(function (a) {
+    a.addEventListener('click', function () {
+      search.value = a.getAttribute('data-case') || '';
+      apply();
+    });
+  });
   window.addEventListener('hashchange', function () {
     var target = document.getElementById(location.hash.slice(1));
     if (target && target.tagName === 'DETAILS') { target.open = true; }

@@ -103,10 +103,16 @@ def retrieve_weak(question: str, corp: Corpus, k: int = TOP_K) -> RetrieverStep:
     to the corpus's :data:`WEAK_VOCAB` most frequent terms, so the distinctive words of a
     question ("cashmere", "moths") are out of vocabulary. Ties by chunk id: deterministic."""
     start = time.perf_counter()
+    return top_k(weak_similarities(question, corp), corp, k, start)
+
+
+def weak_similarities(question: str, corp: Corpus) -> np.ndarray:
+    """Each chunk's cosine similarity to the question in the ``retriever`` fault's weak
+    embedding (:func:`retrieve_weak`)."""
     mask, matrix = _weak_index(corp)
     query = corp.vector(expand_query(question)) * mask
     norm = float(np.linalg.norm(query))
-    return top_k(matrix @ (query / norm if norm > 0 else query), corp, k, start)
+    return matrix @ (query / norm if norm > 0 else query)
 
 
 _FIGURE_RE = re.compile(r"(?<![\w.])(\d+)(?:\.(\d{2}))?(?!\w)")
