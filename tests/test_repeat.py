@@ -293,3 +293,96 @@ def test_a_worker_evaluates_a_repeat_as_the_driver_asked(tmp_path):
     assert [r["end_to_end"]["status"] for r in found] == ["pass", "fail", "pass"]
     loaded = executors._state(spec)
     assert loaded.scenario.spec.repeat.judge == "fresh" and loaded.takes_repeat
+
+
+def test_a_repeated_run_read_back_and_as_a_table(repeated):
+    """load_run: the results hold a case's repeats together (the file holds them repeat by
+    repeat), `flaky`, `failed` once per case, one result per repeat, a `repeat` column."""
+    import evalharness
+
+    run = evalharness.load_run(repeated)
+    keys = [r.key for r in run.results]
+    assert keys[:5] == [("c1", 1), ("c1", 2), ("c1", 3), ("c1", 4), ("c2", 1)]
+    assert run.flaky == ["c2", "c5"]
+    assert run.failed == ["c2", "c4", "c5"]
+    assert [r.repeat for r in run.repeats_of("c5")] == [1, 2, 3, 4]
+    assert run.result("c2", 2).trace.router.routes == ["sql"]
+    assert run.result("c2").repeat == 1
+    records = run.records()
+    assert {r["repeat"] for r in records} == {1, 2, 3, 4}
+    route = [r for r in records if r["metric"] == "route_accuracy" and r["case_id"] == "c2"]
+    assert [(r["repeat"], r["value"]) for r in route] == [(1, 1.0), (2, 0.0), (3, 1.0),
+                                                          (4, 0.0)]
+    outcomes = [o for o in run.outcomes() if o.case == "c2"]
+    assert {o.name: o.status for o in outcomes} == {"router": "flaky", "generator": "passed",
+                                                    "end_to_end": "flaky"}
+
+
+def test_the_notebook_judges_rows_anew_in_each_repeat(tmp_path):
+    import evalharness
+
+    rows = [{"id": "a", "question": "Is the navy coat warm?", "answer": "Yes, it is wool."},
+            {"id": "b", "question": "Do you ship to Spain?", "answer": "Yes."}]
+    run = evalharness.evaluate(rows, ["answer_present"], out=tmp_path / "nb", repeat=3,
+                               repeat_judge="fresh")
+    assert run.report.repeats.n == 3 and run.report.repeats.judge == "fresh"
+    assert sorted((r["case_id"], r["repeat"]) for r in run.records()
+                  if r["metric"] == "answer_present") == [
+        ("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("b", 3)]
+
+
+def test_one_row_per_case_reduced_over_its_repeats(repeated):
+    """The per-case table: each case's value reduced over its repeats, its spread, and its
+    verdict over them."""
+    import evalharness
+
+    run = evalharness.load_run(repeated)
+    rows = {(r["case_id"], r["metric"]): r for r in run.case_records()}
+    assert len(rows) == N_CASES * 3  # route_accuracy, answer_present, answer_words
+    c2 = rows["c2", "route_accuracy"]
+    assert (c2["value"], c2["min"], c2["max"], c2["repeats"], c2["errors"]) == (
+        0.5, 0.0, 1.0, 4, 0)
+    assert c2["sd"] == pytest.approx(np.std([1, 0, 1, 0], ddof=1))
+    assert (c2["passed"], c2["failed"], c2["verdict"]) == (2, 2, "flaky")
+    c4, c1 = rows["c4", "route_accuracy"], rows["c1", "route_accuracy"]
+    assert (c4["value"], c4["sd"], c4["verdict"]) == (0.0, 0.0, "fail")
+    assert (c1["value"], c1["verdict"], c1["reducer"]) == (1.0, "pass", "mean")
+    means = [rows[f"c{i}", "route_accuracy"]["value"] for i in range(1, N_CASES + 1)]
+    report = run.report.components["router"].metrics["route_accuracy"]
+    assert np.mean(means) == pytest.approx(report.mean)
+    table = run.to_pandas(reduced=True)
+    assert len(table) == len(rows) and "sd" in table.columns
+    assert not table.duplicated(["case_id", "component", "metric"]).any()
+
+
+def test_repeating_a_deterministic_system_changes_no_mean_and_no_interval(tmp_path):
+    """The shop is deterministic: its 3 repeats of a case agree, so a case's reduced value is
+    its one value, and every interval — a metric's, the end-to-end pass rate's, a root cause's
+    share, a slice's — resamples the same cases with the same draws as the single run."""
+    from evalharness.api import execute
+
+    shop = Path(__file__).resolve().parents[1] / "scenarios" / "shop.yaml"
+    once = execute(shop, out=tmp_path / "once", headroom=False).report
+    thrice = execute(shop, out=tmp_path / "thrice", headroom=False, repeat=3).report
+    assert thrice.repeats.end_to_end["flaky"] == 0 and thrice.cases["results"] == 153
+    for name, comp in once.components.items():
+        for metric, s in comp.metrics.items():
+            if s.scope == "run" or metric in ("latency_ms", "exec_time_ratio"):
+                continue
+            t = thrice.components[name].metrics[metric]
+            assert t.n == s.n and t.mean == pytest.approx(s.mean), metric
+            assert t.ci95 == pytest.approx(s.ci95), metric
+            assert t.errors == 3 * s.errors and t.repeats.varying == 0, metric
+    a, b = once.bottleneck, thrice.bottleneck
+    assert b.end_to_end.pass_rate == pytest.approx(a.end_to_end.pass_rate)
+    assert b.end_to_end.ci95 == pytest.approx(a.end_to_end.ci95)
+    assert b.end_to_end.failed == 3 * a.end_to_end.failed
+    assert [r.component for r in b.ranking] == [r.component for r in a.ranking]
+    for x, y in zip(a.ranking, b.ranking, strict=True):
+        assert y.share == pytest.approx(x.share) and y.ci95 == pytest.approx(x.ci95)
+    assert once.slices.tags, "the shop's cases carry tags"
+    for x, y in zip(once.slices.tags, thrice.slices.tags, strict=True):
+        assert (x.name, x.cases) == (y.name, y.cases)
+        assert y.end_to_end.passed == 3 * x.end_to_end.passed
+        assert y.end_to_end.pass_rate == pytest.approx(x.end_to_end.pass_rate)
+        assert y.end_to_end.ci95 == pytest.approx(x.end_to_end.ci95), x.name

@@ -29,7 +29,6 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import evalharness.jsonlimits as jsonlimits
@@ -43,12 +42,14 @@ from evalharness.review import pairwise
 from evalharness.stats import (
     EXACT_MAX,
     PERMUTATIONS,
+    REDUCERS,
     RESAMPLES,
     benjamini_hochberg,
     bootstrap_ci,
     paired_permutation_p,
     seed_for,
 )
+from evalharness.stats import reduce_repeats as stats_reduce
 
 COMPARISON_SCHEMA_VERSION = "2"
 """Version of the ``comparison.json`` format (2: ``correction``, ``q_value``, repeats)."""
@@ -401,32 +402,18 @@ class Run:
                                   and e.get("component") == "end_to_end"))
 
 
-REDUCERS = {"mean": lambda x: math.fsum(x) / len(x), "median": np.median, "min": min,
-            "max": max}
-"""How a case's values over its repeats become one (as in the report, a metric's declared
-``reducer``). The mean is :func:`math.fsum`'s, which does not depend on the repeats' order."""
-
-
 def reduce_repeats(values: list[float], reducer: str = "mean"
                    ) -> tuple[float | None, CaseSpread]:
-    """A case's computed values over its repeats reduced to one, and their spread. Equal
-    values reduce to that value exactly (a deterministic case has no rounding noise to test),
-    with variance 0.
+    """A case's computed values over its repeats reduced to one (:func:`stats.reduce_repeats`:
+    the report's reduction), and their spread.
 
     >>> reduce_repeats([0.1, 0.1, 0.1])
     (0.1, CaseSpread(n=3, var=0.0))
     >>> reduce_repeats([1.0, 0.0, 1.0, 1.0], "median")[0], reduce_repeats([], "max")
     (1.0, (None, CaseSpread(n=0, var=None)))
-    >>> round(reduce_repeats([1.0, 0.0, 1.0])[1].var, 12)  # sample variance (ddof=1): 1/3
-    0.333333333333
     """
-    if not values:
-        return None, CaseSpread(n=0, var=None)
-    if len(set(values)) == 1:
-        return float(values[0]), CaseSpread(n=len(values), var=0.0 if len(values) > 1 else None)
-    return (float(REDUCERS.get(reducer, REDUCERS["mean"])(values)),
-            CaseSpread(n=len(values), var=float(np.var(np.asarray(values, dtype=float),
-                                                        ddof=1))))
+    value, var = stats_reduce(values, reducer)
+    return value, CaseSpread(n=len(values), var=var)
 
 
 RUN_HELP = ("give the --out folder of an `evalharness scenario` run (it holds results.jsonl "

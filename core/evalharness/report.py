@@ -48,7 +48,7 @@ from evalharness.review.session import Review
 from evalharness.runfolder import RunFolder
 from evalharness.runner import RunOutcome
 from evalharness.scenario import Scenario
-from evalharness.stats import bootstrap_ci, seed_for
+from evalharness.stats import REDUCERS, bootstrap_ci, reduce_repeats, seed_for
 from evalharness.version import __version__
 
 SYSTEM_ERROR_GROUPS = 5
@@ -285,7 +285,7 @@ class RunTally:
         for gate in self.gates:
             gate.add(r, path)
         self.bottleneck.add(r, group)
-        self.slices.add(r)
+        self.slices.add(r, group)
         self.warnings.add(r)
 
 
@@ -345,10 +345,6 @@ class MetricTally:
             judge=self.usage.summary() if self.usage.counted else None, repeats=spread)
 
 
-REDUCERS = {"mean": np.mean, "median": np.median, "min": np.min, "max": np.max}
-"""How a case's values over its repeats become one (a metric's declared ``reducer``)."""
-
-
 def repeat_spread(values: Sequence[float], groups: Sequence[int], reducer: str = "mean", *,
                   seed: int = 0) -> tuple[np.ndarray, RepeatSpread]:
     """Each case's values (``groups``: the case of each value, cases one after the other)
@@ -366,15 +362,15 @@ def repeat_spread(values: Sequence[float], groups: Sequence[int], reducer: str =
     g = np.asarray(groups, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.array([], int)
     parts = np.split(x, starts[1:]) if len(g) else []
-    reduce = REDUCERS.get(reducer, np.mean)
-    reduced = np.array([float(reduce(p)) for p in parts])
-    variances = [float(np.var(p, ddof=1)) for p in parts if len(p) > 1]
+    both = [reduce_repeats(p.tolist(), reducer) for p in parts]
+    reduced = np.array([value for value, _ in both])
+    variances = [var for _, var in both if var is not None]
     within = math.sqrt(math.fsum(variances) / len(variances)) if variances else None
     naive = bootstrap_ci(x, seed=seed) if len(x) else None
     return reduced, RepeatSpread(
         reducer=reducer if reducer in REDUCERS else "mean", values=len(x), within_sd=within,
-        varying=sum(1 for p in parts if len(p) > 1 and float(np.ptp(p)) > 0),
-        naive_ci95=list(naive) if naive is not None else None)
+        varying=sum(1 for _, var in both if var), naive_ci95=list(naive) if naive is not None
+        else None)
 
 
 class RepeatTally:

@@ -5,6 +5,8 @@ both can use it."""
 from __future__ import annotations
 
 import contextlib
+import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from evalharness.models import CaseResult, Report
 from evalharness.outcomes import Outcome, outcomes
 from evalharness.results import Results
 from evalharness.runner import MANIFEST, RESULTS
+from evalharness.stats import reduce_repeats
 
 
 @dataclass
@@ -80,25 +83,114 @@ class RunFolder:
                         "end_to_end": end, "root_cause": ", ".join(cause) or None})
         return out
 
-    def to_pandas(self) -> Any:
-        """:meth:`records` as a pandas DataFrame (one row per case and metric; a metric that
-        could not be computed has ``value`` NaN and its ``error``)."""
+    def case_records(self) -> list[dict[str, Any]]:
+        """One dict per case, component and metric (:data:`CASE_COLUMNS`), a case's repeats
+        reduced to one value by the metric's reducer, with their spread and how its verdict
+        came out over them (docs/repeat.md); in a run without repeats, a case's one value."""
+        out: list[dict[str, Any]] = []
+        case: CaseResult | None = None
+        values: dict[tuple[str, str], list[float]] = {}
+        errors: dict[tuple[str, str], int] = {}
+        evaluators: dict[tuple[str, str], str | None] = {}
+        statuses: dict[str, Counter[str]] = {}
+
+        def close() -> None:
+            if case is None:
+                return
+            for key in evaluators:
+                got = values.get(key, [])
+                value, var = reduce_repeats(got, self.reducer(*key))
+                verdicts = statuses.get(key[0], Counter())
+                out.append({
+                    "case_id": case.case.id, "question": case.case.question,
+                    "component": key[0], "metric": key[1], "reducer": self.reducer(*key),
+                    "value": value, "sd": math.sqrt(var) if var is not None else None,
+                    "min": min(got) if got else None, "max": max(got) if got else None,
+                    "repeats": len(got), "errors": errors.get(key, 0),
+                    "evaluator": evaluators[key], "passed": verdicts["pass"],
+                    "failed": verdicts["fail"] + verdicts["error"],
+                    "verdict": _over_repeats(verdicts)})
+
+        for result in self.results:
+            if case is None or result.case.id != case.case.id:
+                close()
+                case, values, errors, evaluators, statuses = result, {}, {}, {}, {}
+            for component, comp in result.components.items():
+                for metric, value in comp.metrics.items():
+                    key = (component, metric)
+                    evaluators.setdefault(key, comp.evaluators.get(metric))
+                    if value.error is None:
+                        values.setdefault(key, []).append(value.value)
+                    else:
+                        errors[key] = errors.get(key, 0) + 1
+            for component, verdict in result.verdicts.items():
+                statuses.setdefault(component, Counter())[verdict.status] += 1
+        close()
+        return out
+
+    def reducer(self, component: str, metric: str) -> str:
+        """How the run reduces a metric's repeats: its declared ``reducer`` as the report
+        stores it, else ``mean``."""
+        comp = self.report.components.get(component)
+        summary = comp.metrics.get(metric) if comp is not None else None
+        if summary is not None and summary.repeats is not None:
+            return summary.repeats.reducer
+        if summary is not None and summary.declaration is not None:
+            return summary.declaration.reducer
+        return "mean"
+
+    def _rows(self, reduced: bool) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+        return ((self.case_records(), CASE_COLUMNS) if reduced
+                else (self.records(), RECORD_COLUMNS))
+
+    def to_pandas(self, *, reduced: bool = False) -> Any:
+        """:meth:`records` as a pandas DataFrame (one row per case and metric — per repeat in
+        a run with repeats; a metric that could not be computed has ``value`` NaN and its
+        ``error``); ``reduced=True``: :meth:`case_records`, one row per case and metric."""
         pandas = _need("pandas", "to_pandas")
-        return pandas.DataFrame(self.records(), columns=list(RECORD_COLUMNS))
+        rows, columns = self._rows(reduced)
+        return pandas.DataFrame(rows, columns=list(columns))
 
-    def to_arrow(self) -> Any:
-        """:meth:`records` as a pyarrow Table."""
+    def to_arrow(self, *, reduced: bool = False) -> Any:
+        """:meth:`records` (or, ``reduced``, :meth:`case_records`) as a pyarrow Table."""
         pyarrow = _need("pyarrow", "to_arrow")
-        records = self.records()
-        return pyarrow.table({c: [r[c] for r in records] for c in RECORD_COLUMNS})
+        rows, columns = self._rows(reduced)
+        return pyarrow.table({c: [r[c] for r in rows] for c in columns})
 
-    def to_polars(self) -> Any:
-        """:meth:`records` as a polars DataFrame."""
+    def to_polars(self, *, reduced: bool = False) -> Any:
+        """:meth:`records` (or, ``reduced``, :meth:`case_records`) as a polars DataFrame."""
         polars = _need("polars", "to_polars")
-        records = self.records()
-        return polars.DataFrame({c: [r[c] for r in records] for c in RECORD_COLUMNS},
-                                strict=False)
+        rows, columns = self._rows(reduced)
+        return polars.DataFrame({c: [r[c] for r in rows] for c in columns}, strict=False)
 
+
+def _over_repeats(statuses: Counter[str]) -> str | None:
+    """A component's verdict over a case's repeats: ``flaky`` when it passed in some and
+    failed or erred in others, else the one it had (``fail`` before ``error`` before
+    ``not_applicable``); ``None`` without a verdict.
+
+    >>> _over_repeats(Counter({"pass": 2, "fail": 1}))
+    'flaky'
+    >>> _over_repeats(Counter({"fail": 2, "error": 1})), _over_repeats(Counter())
+    ('fail', None)
+    """
+    bad = statuses["fail"] + statuses["error"]
+    if statuses["pass"] and bad:
+        return "flaky"
+    for status in ("pass", "fail", "error", "not_applicable"):
+        if statuses[status]:
+            return status
+    return None
+
+
+CASE_COLUMNS = ("case_id", "question", "component", "metric", "reducer", "value", "sd", "min",
+                "max", "repeats", "errors", "evaluator", "passed", "failed", "verdict")
+"""The columns of :meth:`RunFolder.case_records`: the case, the component and metric, the
+metric's reducer, the case's value reduced over its repeats (``None`` when no repeat computed
+it), the standard deviation (``None`` below two values), the lowest and highest value, how
+many repeats computed it and how many could not, the evaluator, how many repeats the
+component's verdict passed and failed (or erred), and that verdict over the repeats:
+``pass``, ``fail``, ``error``, ``not_applicable`` or ``flaky``."""
 
 RECORD_COLUMNS = ("case_id", "repeat", "question", "component", "metric", "value", "error",
                   "evaluator", "verdict", "end_to_end", "root_cause")

@@ -208,7 +208,8 @@ async def _locked_run(scenario: Scenario, out_dir: Path, func: Any, judge: Any, 
         results_path.write_text("")
 
     pending = [w for w in work_of(scenario) if (w.case_id, w.repeat) not in done]
-    progress.start(len(scenario.cases) * scenario.repeats, len(done))
+    progress.start(len(scenario.cases) * scenario.repeats, len(done),
+                   label=f"cases × {scenario.repeats} repeats" if scenario.repeated else "cases")
     t0 = time.perf_counter()
     hint = (f"; continue with: evalharness scenario {scenario.path} --out {out_dir} "
             "--resume" + (" and the same case-choosing options" if scenario.selection else ""))

@@ -76,11 +76,17 @@ class SliceTally:
         self.present = bytearray()
         self.untagged = 0
         self._blank = bytes(len(self.columns))
+        self.groups: array | None = None
+        """With repeats: each result's case (from 0): a slice's intervals resample cases."""
 
-    def add(self, r: CaseResult) -> None:
-        """Count one case."""
+    def add(self, r: CaseResult, group: int | None = None) -> None:
+        """Count one case (``group``: its case, in a run with repeats)."""
         position = self.n
         self.n += 1
+        if group is not None:
+            if self.groups is None:
+                self.groups = array("q")
+            self.groups.append(group)
         tags = r.case.tags
         if not tags:
             self.untagged += 1
@@ -127,7 +133,7 @@ class SliceTally:
                 present[:, j] = False
         frame = _Frame(self, verdicts, present, aligned)
 
-        counts = sorted(((len(m), tag) for tag, m in self.members.items()),
+        counts = sorted(((self.cases_of(m), tag) for tag, m in self.members.items()),
                         key=lambda x: (-x[0], x[1]))
         big = [(k, tag) for k, tag in counts if k >= MIN_CASES]
         chosen, over = big[:MAX_TAGS], big[MAX_TAGS:]
@@ -147,6 +153,15 @@ class SliceTally:
                       small=small_listed, beyond_cap=over_listed,
                       unlisted=len(counts) - len(chosen) - len(listed),
                       untagged=self.untagged)
+
+
+    def cases_of(self, positions: Sequence[int]) -> int:
+        """How many cases the results at ``positions`` are (with repeats, a case's results
+        count once)."""
+        if self.groups is None:
+            return len(positions)
+        groups = np.frombuffer(self.groups, dtype=np.int64)[np.asarray(positions, dtype=np.intp)]
+        return int(np.unique(groups).size)
 
 
 class _Frame:
@@ -172,12 +187,16 @@ class _Frame:
         passed = (codes == _CODE["pass"]).astype(float)
         decided = (codes <= _CODE["fail"]).astype(float)
         rows = np.hstack([passed, decided, values, present[:, used].astype(float)])
+        if tally.groups is not None:  # repeats: a case's results summed, cases resampled
+            groups = np.frombuffer(tally.groups, dtype=np.int64)[idx]
+            starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+            rows = np.add.reduceat(rows, starts, axis=0)
         width = codes.shape[1]
         # the ratios: passes / decided per verdict, then sum / count per metric
         nums = np.r_[np.arange(width), 2 * width + np.arange(used.size)]
         dens = np.r_[width + np.arange(width), 2 * width + used.size + np.arange(used.size)]
         cis: list[list[float] | None] = [None] * nums.size
-        if idx.size >= 2:
+        if rows.shape[0] >= 2:
             # identical columns (all-ones counts, metrics of one evaluator present together)
             # are summed once and each distinct ratio is bootstrapped once: the draws depend
             # on the number of cases alone, so the intervals are the same
@@ -217,7 +236,7 @@ class _Frame:
             c: SliceComponent(verdicts=verdicts(judged[c]) if c in judged else None,
                               metrics=metrics[c])
             for c in tally.components}
-        return Slice(name=name, cases=int(idx.size), end_to_end=verdicts(width - 1),
+        return Slice(name=name, cases=tally.cases_of(idx), end_to_end=verdicts(width - 1),
                      components=components)
 
 

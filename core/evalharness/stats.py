@@ -229,3 +229,36 @@ def cluster_bootstrap_ci(values: Sequence[float], groups: Sequence[int], *, seed
     ratios = _resampled(k, lambda idx: sums[idx].sum(axis=1) / counts[idx].sum(axis=1),
                         seed=seed, resamples=resamples)
     return _percentiles(ratios, level)
+
+
+REDUCERS: dict[str, Callable[[Sequence[float]], float]] = {
+    "mean": lambda x: math.fsum(x) / len(x), "median": lambda x: float(np.median(x)),
+    "min": min, "max": max}
+"""How a case's values over the repeats of a run become one (a metric's declared
+``reducer``, docs/repeat.md). The mean is :func:`math.fsum`'s, which does not depend on the
+order of the repeats."""
+
+
+def reduce_repeats(values: Sequence[float], reducer: str = "mean"
+                   ) -> tuple[float | None, float | None]:
+    """A case's values over its repeats reduced to one (``reducer``: a key of
+    :data:`REDUCERS`, else the mean), and their sample variance (``ddof=1``; ``None`` below
+    two values). Values that are all equal reduce to that value exactly, with variance 0: a
+    case that does not vary has no rounding noise for a test to find. The one reduction of the
+    report, ``compare`` and ``RunFolder``.
+
+    >>> reduce_repeats([0.1, 0.1, 0.1])
+    (0.1, 0.0)
+    >>> reduce_repeats([1.0, 0.0, 1.0, 1.0], "median"), reduce_repeats([], "max")
+    ((1.0, 0.25), (None, None))
+    >>> round(reduce_repeats([1.0, 0.0, 1.0])[1], 12)
+    0.333333333333
+    """
+    if not values:
+        return None, None
+    first = values[0]
+    if all(v == first for v in values):
+        return float(first), 0.0 if len(values) > 1 else None
+    x = np.asarray(values, dtype=float)
+    return (float(REDUCERS.get(reducer, REDUCERS["mean"])(values)),
+            float(np.var(x, ddof=1)) if len(values) > 1 else None)
