@@ -218,6 +218,17 @@ def oracled(case, *, repeat=None, overrides=None):
     # c4 fails in both repeats, c2 and c5 in their second: each failed repeat rerun as itself
     assert reruns == [("c2", 2, "fixed"), ("c4", 1, "fixed"), ("c4", 2, "fixed"),
                       ("c5", 2, "fixed")]
+    # the gain: 4 of the 16 decided results fixed; its interval resamples the 8 cases
+    row = next(r for r in report_of(tmp_path / "run")["bottleneck"]["headroom"]
+               if r["oracle"] == "router")
+    assert row["gain"] == pytest.approx(4 / 16) and row["fixed"] == 4
+    fixed = {"c2": 1, "c4": 2, "c5": 1}
+    values, groups = [], []
+    for g, case in enumerate(f"c{i}" for i in range(1, N_CASES + 1)):
+        values += [1.0] * fixed.get(case, 0) + [0.0] * (2 - fixed.get(case, 0))
+        groups += [g, g]
+    assert row["ci95"] == pytest.approx(list(cluster_bootstrap_ci(
+        values, groups, seed=seed_for("headroom", "router"))))
 
 
 JUDGED_CASES = [
@@ -357,8 +368,9 @@ def test_one_row_per_case_reduced_over_its_repeats(repeated):
 
 def test_repeating_a_deterministic_system_changes_no_mean_and_no_interval(tmp_path):
     """The shop is deterministic: its 3 repeats of a case agree, so a case's reduced value is
-    its one value, and every interval — a metric's, the end-to-end pass rate's, a root cause's
-    share, a slice's — resamples the same cases with the same draws as the single run."""
+    its one value, and every interval — a metric's, the router's run-level F1s' and ECE's, the
+    end-to-end pass rate's, a root cause's share, a slice's — resamples the same cases with the
+    same draws as the single run."""
     from evalharness.api import execute
 
     shop = Path(__file__).resolve().parents[1] / "scenarios" / "shop.yaml"
@@ -367,11 +379,15 @@ def test_repeating_a_deterministic_system_changes_no_mean_and_no_interval(tmp_pa
     assert thrice.repeats.end_to_end["flaky"] == 0 and thrice.cases["results"] == 153
     for name, comp in once.components.items():
         for metric, s in comp.metrics.items():
-            if s.scope == "run" or metric in ("latency_ms", "exec_time_ratio"):
+            if metric in ("latency_ms", "exec_time_ratio"):
                 continue
             t = thrice.components[name].metrics[metric]
-            assert t.n == s.n and t.mean == pytest.approx(s.mean), metric
+            assert t.mean == pytest.approx(s.mean), metric
             assert t.ci95 == pytest.approx(s.ci95), metric
+            if s.scope == "run":  # the router's F1s and ECE: over results, cases resampled
+                assert t.n == 3 * s.n, metric
+                continue
+            assert t.n == s.n, metric
             assert t.errors == 3 * s.errors and t.repeats.varying == 0, metric
     a, b = once.bottleneck, thrice.bottleneck
     assert b.end_to_end.pass_rate == pytest.approx(a.end_to_end.pass_rate)
@@ -386,3 +402,26 @@ def test_repeating_a_deterministic_system_changes_no_mean_and_no_interval(tmp_pa
         assert y.end_to_end.passed == 3 * x.end_to_end.passed
         assert y.end_to_end.pass_rate == pytest.approx(x.end_to_end.pass_rate)
         assert y.end_to_end.ci95 == pytest.approx(x.end_to_end.ci95), x.name
+
+
+def test_the_page_shows_the_repeats_and_a_flaky_link_shows_the_cases_failed_repeats(repeated):
+    """report.html in a browser: the repeats section with its outcome bar and flaky table;
+    following a flaky case's link filters the failed-cases list to its failed repeats."""
+    from selenium.webdriver.common.by import By
+
+    from conftest import headless_chromium
+
+    with headless_chromium("the repeats section of report.html") as drv:
+        drv.get((repeated / "report.html").resolve().as_uri())
+        assert drv.find_element(By.ID, "console-errors").text.strip() == ""
+        section = drv.find_element(By.ID, "repeats")
+        assert "always pass 5" in section.text and "flaky 2" in section.text
+        rows = drv.find_elements(By.CSS_SELECTOR, "#flaky-cases tbody tr")
+        assert [r.text.split()[:3] for r in rows][:2] == [["c2", "end", "to"],
+                                                          ["c5", "end", "to"]]
+        drv.find_element(By.CSS_SELECTOR, '#flaky-cases a.case-link[data-case="c2"]').click()
+        shown = [e.get_attribute("id") for e in
+                 drv.find_elements(By.CSS_SELECTOR, "#cases-list details.case")
+                 if e.is_displayed()]
+        assert shown == ["case-c2-r2", "case-c2-r4"]
+        assert drv.find_element(By.ID, "case-count").text == "2 of 8 shown"

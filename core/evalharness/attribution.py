@@ -180,6 +180,9 @@ class BottleneckTally:
         self._seen = 0
         self.decided_groups: array | None = None
         self.failed_groups: array | None = None
+        self.decided_cases: Counter[str] = Counter()
+        """With repeats: per case, its results with a decided end-to-end verdict (the oracle
+        headroom's interval resamples cases)."""
         """With repeats: the case of each value of ``decided`` and of the failed cases' arrays
         (their intervals resample whole cases)."""
 
@@ -207,6 +210,7 @@ class BottleneckTally:
             self.decided.append(1.0 if e2e.status == "pass" else 0.0)
             if group is not None:
                 self.decided_groups.append(group)
+                self.decided_cases[r.case.id] += 1
         if a is not None:
             self.kinds[a.kind] += 1
             if a.kind == "masked":

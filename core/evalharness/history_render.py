@@ -152,7 +152,7 @@ def render_markdown(history: History) -> str:
     grouped = "Runs grouped by scenario name" if history.grouped_by == "scenario" else \
         "Every run in one group"
     lines += [f"{grouped}, in start order; each run compared with the one before it over their "
-              f"shared cases (paired permutation test, α = {history.alpha:g}; ▲ better, "
+              f"shared cases (paired permutation test, {significance(history)}; ▲ better, "
               "▼ worse, Δ changed).", ""]
     lines += [f"> {cell(w)}" for w in history.warnings]
     for group in history.groups:
@@ -250,9 +250,22 @@ def print_history(history: History, console: Any) -> None:
                           highlight=False)
     for warning in history.warnings:
         console.print(f"[yellow]warning: {escape(warning)}[/yellow]", highlight=False)
-    console.print(f"[dim]▲ better, ▼ worse, Δ changed (no better direction): p < "
-                  f"{history.alpha:g} in the paired permutation test against the run before, "
-                  "over the cases both share (as `evalharness compare`).[/dim]")
+    console.print(f"[dim]▲ better, ▼ worse, Δ changed (no better direction): "
+                  f"{significance(history)} in the paired permutation test against the run "
+                  "before, over the cases both share (as `evalharness compare`).[/dim]")
+
+
+def significance(history: History) -> str:
+    """What makes a change significant, in words.
+
+    >>> from evalharness.history import History
+    >>> print(significance(History(grouped_by="all", alpha=0.05, correction="bh",
+    ...                            resamples=2000, permutations=10000, groups=[])))
+    q ≤ 0.05 (Benjamini–Hochberg over each step's metrics)
+    """
+    if history.correction == "bh":
+        return f"q ≤ {history.alpha:g} (Benjamini–Hochberg over each step's metrics)"
+    return f"p < {history.alpha:g}, each metric on its own"
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import inspect
 import json
 import math
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from evalharness.prepare import PARAMETER as PARAMETER  # re-exported: its home 
 from evalharness.results import append_lines
 from evalharness.sampling import stratified
 from evalharness.scenario import Scenario
-from evalharness.stats import bootstrap_ci, seed_for
+from evalharness.stats import bootstrap_ci, cluster_bootstrap_ci, seed_for
 from evalharness.work import Emit, Work
 
 HEADROOM = "headroom.jsonl"
@@ -326,13 +326,16 @@ async def run_headroom(scenario: Scenario, context: EvalContext,
 
 
 def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Sequence[str]]],
-              bottleneck: Bottleneck) -> list[HeadroomRow]:
+              bottleneck: Bottleneck, decided_cases: Mapping[str, int] | None = None
+              ) -> list[HeadroomRow]:
     """One row per oracle: cases fixed, still failing, without an oracle, errors, and the gain
     in end-to-end pass rate over the run's decided cases, with a seeded bootstrap CI.
 
     When only a sample of the failed cases was rerun, each fixed case stands for
     ``failed / sampled`` of them (the gain is estimated from the sample; its interval resamples
-    the decided cases with those weights, so it is wider)."""
+    the decided cases with those weights, so it is wider). ``decided_cases``: in a run with
+    repeats, each case's decided results (id -> how many): the interval then resamples whole
+    cases."""
     e2e = bottleneck.end_to_end
     decided = e2e.passed + e2e.failed
     rows = []
@@ -357,9 +360,20 @@ def summarise(records: Sequence[HeadroomRecord], oracles: Sequence[tuple[str, Se
         gain = ci = None
         if decided and (completed or not e2e.failed):
             weight = e2e.failed / sampled if sampled else 0.0
-            values = [weight] * fixed + [0.0] * (decided - fixed)
-            gain = math.fsum(values) / decided
-            found = bootstrap_ci(values, seed=seed_for("headroom", label))
+            seed = seed_for("headroom", label)
+            if decided_cases:  # repeats: a case's decided results together, cases resampled
+                by_case = Counter(r.case_id for r in mine if r.status == "fixed")
+                values, groups = [], []
+                for g, (case_id, k) in enumerate(decided_cases.items()):
+                    f = min(by_case.get(case_id, 0), k)
+                    values += [weight] * f + [0.0] * (k - f)
+                    groups += [g] * k
+                gain = math.fsum(values) / decided
+                found = cluster_bootstrap_ci(values, groups, seed=seed)
+            else:
+                values = [weight] * fixed + [0.0] * (decided - fixed)
+                gain = math.fsum(values) / decided
+                found = bootstrap_ci(values, seed=seed)
             ci = None if found is None else [found[0], found[1]]
         reason = "; ".join(notes) or (None if e2e.failed else "no case failed end to end")
         rows.append(HeadroomRow(

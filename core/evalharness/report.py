@@ -141,7 +141,7 @@ def build_report(scenario: Scenario, outcome: RunOutcome) -> Report:
              "resumed_cases": outcome.resumed, "out_dir": str(outcome.out_dir)},
     )
     if report.bottleneck is not None:
-        _add_headroom(report, outcome)
+        _add_headroom(report, outcome, tally.bottleneck.decided_cases)
     if outcome.context.database is not None:
         report.scenario["database_sha256"] = outcome.context.database.sha256()
     for plugin in sorted(host.plugins):
@@ -641,14 +641,15 @@ class WarningTally:
         return out
 
 
-def _add_headroom(report: Report, outcome: RunOutcome) -> None:
+def _add_headroom(report: Report, outcome: RunOutcome,
+                  decided_cases: dict[str, int] | None = None) -> None:
     """The oracle headroom rows (and the judge usage of the reruns), or why there are none."""
     b = report.bottleneck
     records = getattr(outcome, "headroom", None)
     if records is None:
         b.headroom_note = getattr(outcome, "headroom_note", None)
         return
-    b.headroom = oracle.summarise(records, outcome.oracles, b)
+    b.headroom = oracle.summarise(records, outcome.oracles, b, decided_cases or None)
     usage = _sum_usage([r.judge for r in records if r.judge])
     if usage:
         report.judge["headroom_usage"] = usage

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -64,18 +65,33 @@ def _percentiles(samples: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def bootstrap_sums(rows: np.ndarray, *, seed: int, resamples: int = RESAMPLES) -> np.ndarray:
+def bootstrap_sums(rows: np.ndarray, *, seed: int, resamples: int = RESAMPLES,
+                   clusters: Sequence[Any] | None = None) -> np.ndarray:
     """Column sums of ``resamples`` bootstrap resamples of the rows of ``rows`` (n × d): a
     ``resamples × d`` array. Any statistic that is a function of column sums — an F1 from
     TP/FP/FN counts, an ECE from per-bin sums — gets its bootstrap distribution from it.
 
+    ``clusters``: the cluster of each row (a case's repeats, by case id): the rows of a
+    cluster are summed and whole clusters resampled (the cluster bootstrap). With one row per
+    cluster it is the same as without.
+
     >>> sums = bootstrap_sums(np.array([[1, 0], [0, 1]]), seed=3, resamples=4)
     >>> sums.shape, bool((sums.sum(axis=1) == 2).all())
     ((4, 2), True)
+    >>> rows = np.array([[1.0], [1.0], [0.0]])
+    >>> together = bootstrap_sums(rows, seed=3, resamples=50, clusters=["a", "a", "b"])
+    >>> sorted(set(together[:, 0].tolist()))  # resamples of {a: 2, b: 0}: 0, 2 or 4
+    [0.0, 2.0, 4.0]
     """
     x = np.asarray(rows, dtype=float)
     if x.ndim != 2:
         raise ValueError(f"rows must be a 2-D array (cases × columns), got shape {x.shape}")
+    if clusters is not None:
+        _, inverse = np.unique(np.asarray(clusters, dtype=object).astype(str),
+                               return_inverse=True)
+        summed = np.zeros((int(inverse.max()) + 1 if inverse.size else 0, x.shape[1]))
+        np.add.at(summed, inverse, x)
+        x = summed
     n, d = x.shape
     out = np.zeros((resamples, d))
     if n == 0:

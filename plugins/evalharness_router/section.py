@@ -73,12 +73,19 @@ def labelled(component: str, results: Iterable[Any]
     sets of the evaluated cases with gold routes, and, for those whose router reports a
     confidence, the confidence and whether the chosen set was exactly right. One pass over
     ``results``."""
+    labels = labels_of(component, results)
+    return labels.pairs, labels.confidences, labels.correct
+
+
+def labels_of(component: str, results: Iterable[Any]) -> _Labels:
+    """:func:`labelled`'s labels, with the case of each (``cases``, ``confidence_cases``): in
+    a run with repeats a case has a label per repeat, and intervals resample cases."""
     labels = _Labels()
     for result in results:
         step = _router_step(result, component)
         if step is not None:
             labels.add(result, step)
-    return labels.pairs, labels.confidences, labels.correct
+    return labels
 
 
 class _Labels:
@@ -89,6 +96,12 @@ class _Labels:
         self.pairs: list[Pair] = []
         self.confidences: list[float] = []
         self.correct: list[bool] = []
+        self.cases: list[str] = []
+        """The case of each pair."""
+        self.confidence_cases: list[str] = []
+        """The case of each confidence."""
+        self.repeated = False
+        """Whether the results are repeats of their cases (a run with ``--repeat``)."""
         self._same: dict[Pair, Pair] = {}
 
     def add(self, result: Any, step: RouterStep) -> None:
@@ -98,9 +111,12 @@ class _Labels:
         chosen, gold = frozenset(step.routes), frozenset(result.case.gold.routes)
         pair = self._same.setdefault((chosen, gold), (chosen, gold))
         self.pairs.append(pair)
+        self.cases.append(result.case.id)
+        self.repeated = self.repeated or getattr(result, "repeat", None) is not None
         if step.confidence is not None:
             self.confidences.append(step.confidence)
             self.correct.append(chosen == gold)
+            self.confidence_cases.append(result.case.id)
 
 
 def _router_step(result, component: str) -> RouterStep | None:
