@@ -425,3 +425,7 @@ def test_the_page_shows_the_repeats_and_a_flaky_link_shows_the_cases_failed_repe
                  if e.is_displayed()]
         assert shown == ["case-c2-r2", "case-c2-r4"]
         assert drv.find_element(By.ID, "case-count").text == "2 of 8 shown"
+        box = drv.find_element(By.ID, "case-search")  # typing filters by text again
+        box.clear()
+        box.send_keys("question 4")
+        assert drv.find_element(By.ID, "case-count").text == "4 of 8 shown"

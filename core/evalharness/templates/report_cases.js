@@ -10,13 +10,15 @@
   var count = document.getElementById('case-count');
   var chips = Array.prototype.slice.call(document.querySelectorAll('.chips .chip'));
   var active = '';
+  var only = '';  // a case id: its rows only (a flaky case's link), until the box is edited
   function apply() {
     var text = (search.value || '').toLowerCase().trim();
     var shown = 0;
     rows.forEach(function (row) {
       var causes = (row.getAttribute('data-causes') || '').split('|');
       var ok = (!active || causes.indexOf(active) >= 0) &&
-               (!text || (row.getAttribute('data-text') || '').indexOf(text) >= 0);
+               (only ? row.getAttribute('data-case') === only :
+                (!text || (row.getAttribute('data-text') || '').indexOf(text) >= 0));
       row.hidden = !ok;
       if (ok) { shown += 1; }
     });
@@ -33,7 +35,7 @@
       apply();
     });
   });
-  search.addEventListener('input', apply);
+  search.addEventListener('input', function () { only = ''; apply(); });
   var expand = document.getElementById('expand-all');
   expand.addEventListener('click', function () {
     var open = expand.textContent === 'expand all';
@@ -46,7 +48,8 @@
   }
   Array.prototype.slice.call(document.querySelectorAll('a.case-link')).forEach(function (a) {
     a.addEventListener('click', function () {
-      search.value = a.getAttribute('data-case') || '';
+      only = a.getAttribute('data-case') || '';
+      search.value = only;
       apply();
     });
   });
