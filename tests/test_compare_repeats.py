@@ -302,3 +302,43 @@ def test_cli_the_shop_once_and_three_times_agree(shop_single_and_repeated, tmp_p
             # no difference at all, not one of rounding
             assert (m.delta, m.p_value, m.status, m.noise_b) == (0, 1.0, "not_significant",
                                                                  0.0), m
+
+
+# --- the report of the same runs ----------------------------------------------------------
+
+
+def test_repeating_a_deterministic_system_changes_no_mean_and_no_interval(
+        shop_single_and_repeated):
+    """The shop is deterministic: its 3 repeats of a case agree, so a case's reduced value is
+    its one value, and every interval — a metric's, the router's run-level F1s' and ECE's, the
+    end-to-end pass rate's, a root cause's share, a slice's — resamples the same cases with the
+    same draws as the single run."""
+    import evalharness
+
+    once, thrice = (evalharness.load_run(folder).report for folder in shop_single_and_repeated)
+    assert thrice.repeats.end_to_end["flaky"] == 0 and thrice.cases["results"] == 153
+    for name, comp in once.components.items():
+        for metric, s in comp.metrics.items():
+            if metric in ("latency_ms", "exec_time_ratio"):
+                continue
+            t = thrice.components[name].metrics[metric]
+            assert t.mean == pytest.approx(s.mean), metric
+            assert t.ci95 == pytest.approx(s.ci95), metric
+            if s.scope == "run":  # the router's F1s and ECE: over results, cases resampled
+                assert t.n == 3 * s.n, metric
+                continue
+            assert t.n == s.n, metric
+            assert t.errors == 3 * s.errors and t.repeats.varying == 0, metric
+    a, b = once.bottleneck, thrice.bottleneck
+    assert b.end_to_end.pass_rate == pytest.approx(a.end_to_end.pass_rate)
+    assert b.end_to_end.ci95 == pytest.approx(a.end_to_end.ci95)
+    assert b.end_to_end.failed == 3 * a.end_to_end.failed
+    assert [r.component for r in b.ranking] == [r.component for r in a.ranking]
+    for x, y in zip(a.ranking, b.ranking, strict=True):
+        assert y.share == pytest.approx(x.share) and y.ci95 == pytest.approx(x.ci95)
+    assert once.slices.tags, "the shop's cases carry tags"
+    for x, y in zip(once.slices.tags, thrice.slices.tags, strict=True):
+        assert (x.name, x.cases) == (y.name, y.cases)
+        assert y.end_to_end.passed == 3 * x.end_to_end.passed
+        assert y.end_to_end.pass_rate == pytest.approx(x.end_to_end.pass_rate)
+        assert y.end_to_end.ci95 == pytest.approx(x.end_to_end.ci95), x.name

@@ -366,44 +366,6 @@ def test_one_row_per_case_reduced_over_its_repeats(repeated):
     assert not table.duplicated(["case_id", "component", "metric"]).any()
 
 
-def test_repeating_a_deterministic_system_changes_no_mean_and_no_interval(tmp_path):
-    """The shop is deterministic: its 3 repeats of a case agree, so a case's reduced value is
-    its one value, and every interval — a metric's, the router's run-level F1s' and ECE's, the
-    end-to-end pass rate's, a root cause's share, a slice's — resamples the same cases with the
-    same draws as the single run."""
-    from evalharness.api import execute
-
-    shop = Path(__file__).resolve().parents[1] / "scenarios" / "shop.yaml"
-    once = execute(shop, out=tmp_path / "once", headroom=False).report
-    thrice = execute(shop, out=tmp_path / "thrice", headroom=False, repeat=3).report
-    assert thrice.repeats.end_to_end["flaky"] == 0 and thrice.cases["results"] == 153
-    for name, comp in once.components.items():
-        for metric, s in comp.metrics.items():
-            if metric in ("latency_ms", "exec_time_ratio"):
-                continue
-            t = thrice.components[name].metrics[metric]
-            assert t.mean == pytest.approx(s.mean), metric
-            assert t.ci95 == pytest.approx(s.ci95), metric
-            if s.scope == "run":  # the router's F1s and ECE: over results, cases resampled
-                assert t.n == 3 * s.n, metric
-                continue
-            assert t.n == s.n, metric
-            assert t.errors == 3 * s.errors and t.repeats.varying == 0, metric
-    a, b = once.bottleneck, thrice.bottleneck
-    assert b.end_to_end.pass_rate == pytest.approx(a.end_to_end.pass_rate)
-    assert b.end_to_end.ci95 == pytest.approx(a.end_to_end.ci95)
-    assert b.end_to_end.failed == 3 * a.end_to_end.failed
-    assert [r.component for r in b.ranking] == [r.component for r in a.ranking]
-    for x, y in zip(a.ranking, b.ranking, strict=True):
-        assert y.share == pytest.approx(x.share) and y.ci95 == pytest.approx(x.ci95)
-    assert once.slices.tags, "the shop's cases carry tags"
-    for x, y in zip(once.slices.tags, thrice.slices.tags, strict=True):
-        assert (x.name, x.cases) == (y.name, y.cases)
-        assert y.end_to_end.passed == 3 * x.end_to_end.passed
-        assert y.end_to_end.pass_rate == pytest.approx(x.end_to_end.pass_rate)
-        assert y.end_to_end.ci95 == pytest.approx(x.end_to_end.ci95), x.name
-
-
 def test_the_page_shows_the_repeats_and_a_flaky_link_shows_the_cases_failed_repeats(repeated):
     """report.html in a browser: the repeats section with its outcome bar and flaky table;
     following a flaky case's link filters the failed-cases list to its failed repeats."""
