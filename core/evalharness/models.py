@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -345,6 +346,26 @@ class Verdict(_Model):
 
     failed: list[str] = Field(default_factory=list)
     """The metrics whose criterion does not hold (in criteria order)."""
+
+
+def over_repeats(statuses: Mapping[str, int]
+                 ) -> Literal["pass", "fail", "error", "not_applicable", "flaky"] | None:
+    """A verdict over a case's repeats, from how many repeats had each status: ``flaky`` when
+    it passed in some and failed or erred in others — the one definition of a flaky case
+    (docs/repeat.md) — else the one it had, ``fail`` before ``error`` before
+    ``not_applicable``; ``None`` without a verdict.
+
+    >>> over_repeats({"pass": 2, "fail": 1}), over_repeats({"fail": 2, "error": 1})
+    ('flaky', 'fail')
+    >>> over_repeats({"pass": 3, "not_applicable": 1}), over_repeats({})
+    ('pass', None)
+    """
+    if statuses.get("pass") and (statuses.get("fail") or statuses.get("error")):
+        return "flaky"
+    for status in ("pass", "fail", "error", "not_applicable"):
+        if statuses.get(status):
+            return status  # type: ignore[return-value]
+    return None
 
 
 class Attribution(_Model):

@@ -24,7 +24,6 @@ case, flushed as they finish), so an interrupted run resumes them too.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
 from collections import Counter
@@ -38,6 +37,7 @@ from evalharness.errors import NoOracle
 from evalharness.judge.base import judge_usage
 from evalharness.models import Bottleneck, Case, CaseResult, HeadroomRecord, HeadroomRow, Trace
 from evalharness.prepare import PARAMETER as PARAMETER  # re-exported: its home was here
+from evalharness.prepare import takes_keyword
 from evalharness.results import append_lines
 from evalharness.sampling import stratified
 from evalharness.scenario import Scenario
@@ -92,15 +92,7 @@ def accepts_overrides(func: Callable[..., Any] | None) -> bool:
     >>> accepts_overrides(answer), accepts_overrides(legacy), accepts_overrides(None)
     (True, False, False)
     """
-    if func is None:
-        return False
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    param = params.get(PARAMETER)
-    return param is not None and param.kind in (param.KEYWORD_ONLY,
-                                                 param.POSITIONAL_OR_KEYWORD)
+    return takes_keyword(func, PARAMETER)
 
 
 @dataclass(frozen=True)

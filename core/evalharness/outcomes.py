@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from evalharness.attribution import _describe
 from evalharness.exitcodes import run_status
-from evalharness.models import CaseResult, GateResult, Report, Verdict
+from evalharness.models import CaseResult, GateResult, Report, Verdict, over_repeats
 from evalharness.scenario import END_TO_END
 
 Status = Literal["passed", "failed", "error", "skipped", "flaky"]
@@ -257,17 +257,19 @@ class _Tally:
         common = {"case": self.case_id, "name": self.name, "repeats": n,
                   "passed_repeats": passed, "seconds": self.seconds / n if n else 0.0}
         attempts = self.attempts
+        over = over_repeats({"pass": passed, "fail": counts["failed"], "error": counts["error"],
+                             "not_applicable": counts["skipped"]})
         if not attempts:
-            if passed == 0 and counts["skipped"]:
+            if over == "not_applicable":
                 return Outcome(status="skipped", message=self.skipped, **common)
             return Outcome(status="passed", **common)
         first = attempts[0]
-        if passed:
+        if over == "flaky":
             status: Status = "flaky"
             verb = "failed" if first.status == "failed" else "erred"
             message = (f"flaky: passed {passed} of {n} repeats; repeat {first.repeat} {verb}: "
                        f"{first.message}")
-        elif counts["failed"]:
+        elif over == "fail":
             status = "failed"
             first = next(a for a in attempts if a.status == "failed")
             errors = f" (error in {counts['error']})" if counts["error"] else ""

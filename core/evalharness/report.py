@@ -32,6 +32,7 @@ from evalharness.models import (
     Report,
     Step,
     SystemErrorGroup,
+    over_repeats,
 )
 from evalharness.registry import ReportSection
 from evalharness.render import fmt, n_cases, pct
@@ -419,17 +420,14 @@ class RepeatTally:
         if self._case is None:
             return
         self.counts[self._seen] += 1
-        e2e = self._statuses.get("end_to_end", Counter())
-        flaky = []
-        for name, statuses in self._statuses.items():
-            bad = statuses["fail"] + statuses["error"]
-            if statuses["pass"] and bad:
-                flaky.append(FlakyCase(case=self._case, component=name, passed=statuses["pass"],
-                                       failed=statuses["fail"], errors=statuses["error"]))
+        flaky = [FlakyCase(case=self._case, component=name, passed=statuses["pass"],
+                           failed=statuses["fail"], errors=statuses["error"])
+                 for name, statuses in self._statuses.items()
+                 if over_repeats(statuses) == "flaky"]
         self.flaky += sorted(flaky, key=lambda f: f.component != "end_to_end")
-        self.outcomes["flaky" if e2e["pass"] and e2e["fail"] + e2e["error"]
-                      else "always_pass" if e2e["pass"]
-                      else "always_fail" if e2e["fail"] + e2e["error"] else "undecided"] += 1
+        e2e = over_repeats(self._statuses.get("end_to_end", {}))
+        self.outcomes[{"flaky": "flaky", "pass": "always_pass", "fail": "always_fail",
+                       "error": "always_fail"}.get(e2e or "", "undecided")] += 1
         self._case, self._seen, self._statuses = None, 0, {}
 
     def summary(self, scenario: Scenario) -> RepeatReport | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import evalharness.jsonlimits as jsonlimits
 from evalharness.errors import RunError
-from evalharness.models import CaseResult, Report
+from evalharness.models import CaseResult, Report, over_repeats
 from evalharness.outcomes import Outcome, outcomes
 from evalharness.results import Results
 from evalharness.runner import MANIFEST, RESULTS
@@ -109,7 +109,7 @@ class RunFolder:
                     "repeats": len(got), "errors": errors.get(key, 0),
                     "evaluator": evaluators[key], "passed": verdicts["pass"],
                     "failed": verdicts["fail"] + verdicts["error"],
-                    "verdict": _over_repeats(verdicts)})
+                    "verdict": over_repeats(verdicts)})
 
         for result in self.results:
             if case is None or result.case.id != case.case.id:
@@ -162,25 +162,6 @@ class RunFolder:
         polars = _need("polars", "to_polars")
         rows, columns = self._rows(reduced)
         return polars.DataFrame({c: [r[c] for r in rows] for c in columns}, strict=False)
-
-
-def _over_repeats(statuses: Counter[str]) -> str | None:
-    """A component's verdict over a case's repeats: ``flaky`` when it passed in some and
-    failed or erred in others, else the one it had (``fail`` before ``error`` before
-    ``not_applicable``); ``None`` without a verdict.
-
-    >>> _over_repeats(Counter({"pass": 2, "fail": 1}))
-    'flaky'
-    >>> _over_repeats(Counter({"fail": 2, "error": 1})), _over_repeats(Counter())
-    ('fail', None)
-    """
-    bad = statuses["fail"] + statuses["error"]
-    if statuses["pass"] and bad:
-        return "flaky"
-    for status in ("pass", "fail", "error", "not_applicable"):
-        if statuses[status]:
-            return status
-    return None
 
 
 CASE_COLUMNS = ("case_id", "question", "component", "metric", "reducer", "value", "sd", "min",
