@@ -251,3 +251,19 @@ def test_the_page_shows_the_charts_and_the_marked_runs(together, driver):
     assert steps[5].get_attribute("data-first") == "text2sql"
     assert "worse, starting at text2sql" in steps[5].text
     assert steps[1].get_attribute("class").split() == ["step", "quiet"]
+
+
+def test_without_the_correction_each_metric_is_tested_on_its_own(nights, tmp_path):
+    """--correction none: the marks of compare's uncorrected tests — one more generator metric
+    (correctness_recall, p about 0.01) counts at the text2sql fault than under
+    Benjamini-Hochberg."""
+    corrected = run_cli("history", *nights, "--out", tmp_path / "bh", "--all-together",
+                        *TIMING)
+    plain = run_cli("history", *nights, "--out", tmp_path / "none", "--all-together",
+                    "--correction", "none", *TIMING)
+    assert corrected.code == plain.code == 0, (corrected, plain)
+    assert "text2sql 2 regressed; generator 3 regressed" in corrected.out
+    assert "text2sql 2 regressed; generator 4 regressed" in plain.out
+    assert load(tmp_path / "none")["correction"] == "none"
+    assert load(tmp_path / "bh")["correction"] == "bh"
+    assert "p < 0.05, each metric on its own" in plain.out

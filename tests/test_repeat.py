@@ -391,3 +391,21 @@ def test_the_page_shows_the_repeats_and_a_flaky_link_shows_the_cases_failed_repe
         box.clear()
         box.send_keys("question 4")
         assert drv.find_element(By.ID, "case-count").text == "4 of 8 shown"
+
+
+def test_repeat_judge_without_repeats_is_a_usage_error_and_writes_nothing(tmp_path):
+    res = run_cli("scenario", make(tmp_path), "--out", tmp_path / "run", "--repeat-judge",
+                  "fresh")
+    assert res.code == 2, res
+    assert "--repeat-judge fresh needs repeats: give --repeat N too" in res.err
+    assert "s.yaml" in res.err and not (tmp_path / "run").exists()
+
+
+def test_people_review_each_cases_first_repeat(repeated):
+    from evalharness.review.session import Review
+    from evalharness.runfolder import load_run
+
+    for review in (Review.open(repeated), Review.of(load_run(repeated))):
+        chosen = [review.run.results[i] for i in review.chosen]
+        assert [r.key for r in chosen] == [(f"c{i}", 1) for i in range(1, N_CASES + 1)]
+        assert review.result("c2").repeat == 1
